@@ -33,8 +33,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "matrix-stranger-told-always",
         "messaging_llm_bot/channels/matrix/events.py",
-        '        if not await asyncio.to_thread(self.host.state.tell_once, f"stranger:{msg.sender}"):',
-        "        if False:",
+        '        return await asyncio.to_thread(self.state.tell_once, f"stranger:{who}")',
+        "        return True",
         "a stranger is answered at every message (the bot talks to anyone who writes)",
         MATRIX,
     ),

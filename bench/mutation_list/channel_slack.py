@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, BUSY_KIT, PAIRING, SLACK, SLACK_BOT, SLACK_SOCKET, Mutation
+from mutation_list.common import BUSY_KIT, SLACK, SLACK_BOT, SLACK_SOCKET, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -85,14 +85,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "owner, msg.text, msg.ts, False",
         "busy mode steer does nothing on Slack: a message sent meanwhile waits its turn",
         BUSY_KIT,
-    ),
-    Mutation(
-        "slack-pairing-not-wired",
-        f"{BOT}/channels/slack/intake.py",
-        '        self.strangers = Strangers("slack", told, Pairing(host.runtime))',
-        '        self.strangers = Strangers("slack", told)',
-        "a Slack stranger is told their user id with pairing on, gets no code, and the owner cannot let them in by one",
-        PAIRING,
     ),
     Mutation(
         "slack-refused-token-goes-on",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, BUSY_KIT, PAIRING, WHATSAPP, WHATSAPP_BOT, Mutation
+from mutation_list.common import BUSY_KIT, WHATSAPP, WHATSAPP_BOT, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -60,14 +60,5 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:",
         "a stranger's message reaches the model",
         WHATSAPP_BOT,
-    ),
-    Mutation(
-        "whatsapp-pairing-not-wired",
-        f"{BOT}/channels/whatsapp/intake.py",
-        '        self.strangers = Strangers("whatsapp", told, Pairing(host.runtime))',
-        '        self.strangers = Strangers("whatsapp", told)',
-        "a WhatsApp stranger is told their number with pairing on, gets no code, and the owner cannot let them in "
-        "by one",
-        PAIRING,
     ),
 )

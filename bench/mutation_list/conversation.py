@@ -326,4 +326,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "with pairing off a stranger is told their id at every message (Signal: not once; Telegram: not once a minute)",
         ("test_channel_contract.py", "test_signal_allowlist.py"),
     ),
+    Mutation(
+        "strangers-pairing-not-wired",
+        f"{BOT}/conversation/strangers.py",
+        "        return cls(channel, told, Pairing(runtime))",
+        "        return cls(channel, told)",
+        "a stranger of Signal, WhatsApp, Slack or Discord is told their id with pairing on, gets no code, and the "
+        "owner cannot let them in by one",
+        PAIRING,
+    ),
 )

@@ -295,8 +295,17 @@ def _voice(call: Invocation) -> str:
     return voice_command(ChatFlags(runtime.workspace), runtime.settings.voice, call.conversation_id, call.rest)
 
 
+def stop_turn(runtime: Runtime, conversation_id: str, decline: Callable[[], object] = lambda: None) -> str:
+    """/stop: the conversation's running turn ends and ``decline`` answers no to the open question it waits for
+    (a confirmation counts as declined); the reply."""
+    if not runtime.agent.stop(conversation_id):
+        return NOTHING_TO_STOP_TEXT
+    decline()
+    return STOPPING_TEXT
+
+
 def _stop(call: Invocation) -> str:
-    return STOPPING_TEXT if call.runtime.agent.stop(call.conversation_id) else NOTHING_TO_STOP_TEXT
+    return stop_turn(call.runtime, call.conversation_id)
 
 
 def _why(call: Invocation) -> str:
@@ -394,6 +403,12 @@ def command_reply(runtime: Runtime, conversation_id: str, text: str, *, owner_da
         return f"{RESET_QUESTION}\n\nSend /reset {RESET_CONFIRM} to clear it."
     answered = run_command(runtime, conversation_id, text, owner_data=owner_data)
     return answered if answered is not None else unknown_command_text(f"/{name}")
+
+
+def command_word(text: str) -> str:
+    """The command a typed ``/command`` line names, in lower case (``"/Stop now"`` -> ``"stop"``); "" for none."""
+    words = text.strip()[1:].split(maxsplit=1)
+    return words[0].lower() if words and text.strip().startswith("/") else ""
 
 
 def unknown_command_text(command: str) -> str:

@@ -2,8 +2,10 @@
 "The life of a message"): once the channel judged a message (allowed, addressed, no command, no answer to an
 open question), it is taken once (the platform's id), refused beyond its chat's bound (the chat told once per
 backlog), stored in the durable inbox (held while the inbox cannot store: conversation/held.py), then handed
-to the sender's running turn (busy modes, conversation/busy.py) or queued in its chat. At start, what the last
-run left is answered first (``left_by_last_run``).
+to the sender's running turn (busy modes, conversation/busy.py) or queued in its chat. A ``/command`` typed
+as a message (no platform commands) is answered here too: ``/stop`` at once, the others in the chat's order. At
+start, what the last run left is answered first (``replay``), and a job run takes its place in the owner's queue
+(``start_job``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
-from messaging_llm_bot.conversation.item_turns import ItemTurns
+from messaging_llm_bot.conversation.item_turns import ItemTurns, is_notice_item
 from messaging_llm_bot.conversation.job_runs import is_job_item
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,8 @@ class Arrival:
 class ChannelIntake:
     """Takes the judged messages of one channel. ``wait``: while the inbox cannot store, the message is held and
     stored again after a pause (an event stream, not read further meanwhile); without it a message that cannot
-    be stored is refused (a webhook: the platform sends it again). ``lost`` logs one a stop ended while held."""
+    be stored is refused (a webhook: the platform sends it again). ``lost`` logs one a stop ended while held.
+    ``queue_of``: the chat's queue of a conversation id, when it is not the conversation (Signal: the chat)."""
 
     def __init__(
         self,
@@ -64,9 +67,10 @@ class ChannelIntake:
         wait: Callable[[float], Awaitable[None]] | None = None,
         stopping: Callable[[], bool] = lambda: False,
         lost: Callable[[Arrival], None] = lambda _arrival: None,
+        queue_of: Callable[[str], Hashable] = lambda conversation_id: conversation_id,
     ) -> None:
         self.turns, self.queues, self.tasks, self.storage = turns, queues, tasks, storage
-        self.wait, self.stopping, self.lost = wait, stopping, lost
+        self.wait, self.stopping, self.lost, self.queue_of = wait, stopping, lost, queue_of
 
     @property
     def inbox(self) -> Inbox:
@@ -104,6 +108,55 @@ class ChannelIntake:
         # Not full a moment ago, and only this coroutine adds to the queue: admitted (exempt says so).
         self.tasks.spawn(arrival.chat, turns.answer(item), owner=arrival.owner, exempt=True)
         return True
+
+    async def command(
+        self,
+        text: str,
+        conversation_id: str,
+        say: Say,
+        *,
+        owner: bool,
+        owner_data: bool,
+        decline: Callable[[], object],
+    ) -> None:
+        """A ``/command`` typed as a message. ``/stop`` at once (it is about the turn the chat's queue waits for):
+        the conversation's running turn ends and ``decline`` answers no to its open question; any other in the
+        chat's order (conversation/commands.py's ``command_reply``; ``owner_data``: the owner's own one-to-one
+        chat, for the owner-only ones), refused beyond the chat's bound. ``owner``: the owner sent it (first
+        for a free slot, never refused)."""
+        runtime, chat = self.turns.runtime, self.queue_of(conversation_id)
+        if texts.command_word(text) == "stop":
+            await say(texts.stop_turn(runtime, conversation_id, decline))
+            return
+
+        async def answer() -> None:
+            await say(
+                await asyncio.to_thread(texts.command_reply, runtime, conversation_id, text, owner_data=owner_data)
+            )
+
+        if not self.tasks.spawn(chat, answer(), owner=owner):
+            await self.over_limit(chat, say)
+
+    def start_job(self, item: InboxItem) -> None:
+        """Answer a job run's item in its chat's queue as the owner's (first, never refused), once while it waits
+        or runs (the scheduler offers it again at its next look)."""
+        self.tasks.spawn_once(item.item_id, self.queue_of(item.conversation_id), lambda: self.turns.answer(item))
+
+    def replay(
+        self, prefix: str, owner: Callable[[InboxItem], bool] = lambda _item: True, *, notices_first: bool = False
+    ) -> None:
+        """Answer what the last run left in the inbox under ``prefix``, before any new message is taken: its job
+        runs (``start_job``), then its messages oldest first in their chats' queues (accepted before, so never
+        refused; ``owner``: whether the owner sent one), with ``notices_first`` the notices that wait
+        (``ItemTurns.queue_notice``) before them."""
+        jobs, messages = left_by_last_run(self.inbox, prefix, self.turns.channel)
+        for item in jobs:
+            self.start_job(item)
+        if notices_first:
+            messages = [m for m in messages if is_notice_item(m)] + [m for m in messages if not is_notice_item(m)]
+        for item in messages:
+            chat = self.queue_of(item.conversation_id)
+            self.tasks.spawn(chat, self.turns.answer(item), owner=owner(item), exempt=True)
 
     async def _store(self, arrival: Arrival, tell: Say) -> InboxItem | Literal[False] | None:
         """The message in the inbox (None: a duplicate); False when it could not be stored. While the inbox cannot

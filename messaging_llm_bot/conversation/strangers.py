@@ -14,10 +14,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.pairing import Pairing
+
+if TYPE_CHECKING:
+    from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +31,11 @@ MAX_REMEMBERED = 10_000
 
 
 class Told(Protocol):
-    """Whether a stranger is to be told now (and noted as told)."""
+    """Whether a stranger is to be told now (and noted as told); ``load`` reads who was told, at start."""
 
     async def first(self, who: str) -> bool: ...
+
+    async def load(self) -> None: ...
 
 
 class ToldRecently:
@@ -39,6 +44,9 @@ class ToldRecently:
     def __init__(self, every: float = REFUSAL_EVERY_SECONDS) -> None:
         self.every = every
         self._told_at: dict[str, float] = {}  # stranger -> when last told (monotonic)
+
+    async def load(self) -> None:
+        """Nothing to read: who was told lives in memory only."""
 
     async def first(self, who: str) -> bool:
         now = time.monotonic()
@@ -74,6 +82,12 @@ class ToldOnce:
         return True
 
 
+def refusal_text(their_id: str, key: str, *, this: str = "this assistant") -> str:
+    """The one reply a stranger gets, naming their id (``their_id``: "Your Slack user id is U1") and the config
+    key the owner adds it to, so the owner can allow them."""
+    return f"Sorry, you are not authorised to use {this}. {their_id}; the owner can add it to {key}."
+
+
 class Strangers:
     """What a channel's strangers are told, and how often (``told``)."""
 
@@ -82,6 +96,18 @@ class Strangers:
         self.told = told
         #: A stranger's code in a one-to-one chat (conversation/pairing.py); None: told their id only.
         self.pairing = pairing
+
+    @classmethod
+    def told_once(cls, runtime: Runtime, channel: str, path: str = "") -> Strangers:
+        """A channel's strangers given a pairing code at most once an hour (conversation/pairing.py), or with
+        pairing off told their id once, ever: a line each in ``path`` (default
+        ``state/<channel>/strangers_told.txt``), read by ``load`` at the channel's start."""
+        told = ToldOnce(runtime.workspace, path or f"state/{channel}/strangers_told.txt")
+        return cls(channel, told, Pairing(runtime))
+
+    async def load(self) -> None:
+        """Read who was told already (``ToldOnce``'s file), at the channel's start."""
+        await self.told.load()
 
     async def answer(
         self,

@@ -8,7 +8,7 @@ turn by the busy mode (conversation/busy.py), or a turn in the conversation's qu
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,27 +18,17 @@ from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of
 from messaging_llm_bot.channels.discord.settings import DiscordConfig
 from messaging_llm_bot.channels.discord.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
-from messaging_llm_bot.conversation.pairing import Pairing
-from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
+from messaging_llm_bot.conversation.strangers import Strangers
+from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 if TYPE_CHECKING:
     import discord
 
 log = logging.getLogger(__name__)
-
-STRANGERS_FILE = "state/discord/strangers_told.txt"
-
-
-def stranger_text(user: str) -> str:
-    return (
-        f"Sorry, you are not authorised to use this assistant. Your Discord user id is {user}; "
-        "the owner can add it to discord.allowed."
-    )
 
 
 class IntakeHost(Protocol):
@@ -59,16 +49,9 @@ class IntakeHost(Protocol):
 class Intake:
     def __init__(self, host: IntakeHost) -> None:
         self.host = host
-        # A pairing code at most once an hour (conversation/pairing.py); with pairing off, their user id once,
-        # ever (a line each in the workspace, loaded at the service's start: ``load``).
-        told = ToldOnce(host.runtime.workspace, STRANGERS_FILE)
-        self.strangers = Strangers("discord", told, Pairing(host.runtime))
+        # A pairing code at most once an hour; with pairing off, their user id once, ever (loaded at the start).
+        self.strangers = Strangers.told_once(host.runtime, "discord")
         self.intake = ChannelIntake(host.turns, host.queues, host.tasks, host.storage)
-
-    async def load(self) -> None:
-        told = self.strangers.told
-        assert isinstance(told, ToldOnce)
-        await told.load()
 
     async def take(self, message: discord.Message) -> None:
         """discord.py's ``on_message``: the message, if it is the bot's business."""
@@ -86,7 +69,7 @@ class Intake:
         if not config.allows(msg.user):
             await self.strangers.answer(
                 msg.user,
-                stranger_text(msg.user),
+                not_allowed(f"Your Discord user id is {msg.user}", "discord.allowed"),
                 lambda text: host.turns.say(to, text),
                 private=msg.direct,
                 addressed=True,
@@ -95,29 +78,13 @@ class Intake:
         owner = config.is_owner(msg.user)
         if owner and msg.direct and host.channel.approvals.resolve(msg.conversation, msg.text):
             return  # the answer to an open yes/no question, not a new message
+        say = functools.partial(host.turns.say, to)
         if msg.direct and msg.text.startswith("/") and len(msg.text) > 1:
-            await self.command(msg, owner)
+            # No slash commands are registered: Discord sends a /command typed in a DM as text.
+            decline = functools.partial(host.channel.approvals.questions.decline_all, msg.conversation)
+            await self.intake.command(msg.text, msg.conversation, say, owner=owner, owner_data=owner, decline=decline)
             return
         arrival = Arrival(
             msg.key, msg.conversation, msg.to_payload(), msg.user, owner, msg.text, msg.message_id, joinable(msg)
         )
-        await self.intake.take(arrival, lambda text: host.turns.say(to, text))
-
-    async def command(self, msg: DiscordMessage, owner: bool) -> None:
-        """A /command typed in a DM (no slash commands are registered: Discord sends it as text): /stop at once,
-        the others answered in the chat's order (conversation/commands.py; the owner's data only in their DM)."""
-        host = self.host
-        to, chat = Address(msg.channel), msg.conversation
-        if msg.text[1:].split(" ", 1)[0].lower() == "stop":
-            stopped = host.runtime.agent.stop(chat)
-            if stopped:
-                host.channel.approvals.questions.decline_all(chat)
-            await host.turns.say(to, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
-            return
-
-        async def answer() -> None:
-            reply = await asyncio.to_thread(texts.command_reply, host.runtime, chat, msg.text, owner_data=owner)
-            await host.turns.say(to, reply)
-
-        if not host.tasks.spawn(chat, answer(), owner=owner):
-            await self.intake.over_limit(chat, lambda text: host.turns.say(to, text))
+        await self.intake.take(arrival, say)

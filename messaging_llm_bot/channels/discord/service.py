@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from assistant_framework.config.settings import Settings
-from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.contract import DeliveryError, TextOut
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable, call
@@ -25,7 +25,6 @@ from messaging_llm_bot.channels.discord.gateway import INTENTS_HELP, log_in, mak
 from messaging_llm_bot.channels.discord.intake import Intake
 from messaging_llm_bot.channels.discord.settings import PREFIX, DiscordConfig, conversation_of
 from messaging_llm_bot.channels.discord.turn import TurnRunner, address_of
-from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
@@ -88,7 +87,7 @@ class DiscordService(ChannelService):
         self.channel = DiscordChannel(self.client, config.base_url, lambda: self.config.owner)
         self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         intake = Intake(self)
-        await intake.load()
+        await intake.strangers.load()
         self._gateway = await self._connect(self.client)
         await self._owner_dm(self.client)
         if not config.allowed:
@@ -97,14 +96,14 @@ class DiscordService(ChannelService):
                 'config set discord.allowed ["80351110224678912"]'
             )
         log.info("discord: connected to the gateway as %s for %s", self.client.user, list(config.allowed))
-        self._replay()
+        intake.intake.replay(PREFIX)  # job runs, then messages and notices oldest first
         loop = asyncio.get_running_loop()
         await self.join_jobs(
             ChannelJobs(
                 loop,
                 self.inbox,
                 owner_conversation=self.owner_conversation,
-                start=self.start_job,
+                start=intake.intake.start_job,
                 send_reminder=self.send_reminder,
                 ask_owner=self.channel.approvals.owner_approver(lambda: self._owner_chat(), loop),
             )
@@ -169,22 +168,10 @@ class DiscordService(ChannelService):
         if gateway is not None and gateway.done() and not gateway.cancelled() and gateway.exception() is not None:
             raise _gateway_failure(gateway)
 
-    def _replay(self) -> None:
-        """Answer what the last run left in the inbox: job runs, then messages and notices oldest first."""
-        jobs, messages = left_by_last_run(self.inbox, PREFIX, "discord")
-        for item in jobs:
-            self.start_job(item)
-        for item in messages:  # accepted before, so never refused
-            self.tasks.spawn(item.conversation_id, self.turns.answer(item), owner=True, exempt=True)
-
     # -- jobs, reminders, notices -------------------------------------------------------
 
     def owner_conversation(self, job: Job) -> str | None:
         return self._owner_chat()
-
-    def start_job(self, item: InboxItem) -> None:
-        """Answer a job run's item in the owner's queue (first, never refused; once while it waits or runs)."""
-        self.tasks.spawn_once(item.item_id, item.conversation_id, lambda: self.turns.answer(item))
 
     async def send_reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         """A reminder to its ``dc:`` conversation: True when it arrived, False to try later."""

@@ -15,27 +15,28 @@ for a private chat), and nothing else happens.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any, Protocol
 
 import nio
 
-from assistant_framework.inbox import Inbox
+from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixUnavailable
-from messaging_llm_bot.channels.matrix.message import MatrixMessage, command_name, is_command, parse_message
+from messaging_llm_bot.channels.matrix.message import MatrixMessage, is_command, parse_message
 from messaging_llm_bot.channels.matrix.settings import PREFIX, MatrixConfig
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, left_by_last_run
-from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
 from messaging_llm_bot.conversation.pairing import WELCOME_TEXT, Pairing
+from messaging_llm_bot.conversation.strangers import Strangers
+from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,17 @@ ENCRYPTED_TEXT = (
 INVITE_REFUSED = "This assistant joins only rooms its owner allowed."
 
 
-def stranger_text(user_id: str) -> str:
-    return (
-        f"Sorry, you are not authorised to use this assistant. Your Matrix id is {user_id}; "
-        "the owner can add it to matrix.allowed."
-    )
+class ToldInState:
+    """A stranger is told once, ever: noted in the channel's state file (state.py), with its sync position."""
+
+    def __init__(self, state: StateFile) -> None:
+        self.state = state
+
+    async def load(self) -> None:
+        """The state file is read at start."""
+
+    async def first(self, who: str) -> bool:
+        return await asyncio.to_thread(self.state.tell_once, f"stranger:{who}")
 
 
 class SyncHost(Protocol):
@@ -86,6 +93,7 @@ class SyncReader:
         self.intake = ChannelIntake(
             host.turns, host.queues, host.tasks, host.storage, wait=host.sleep, stopping=lambda: host.stopping
         )
+        self.strangers = Strangers("matrix", ToldInState(host.state), Pairing(host.runtime))
 
     @property
     def bot(self) -> str:
@@ -240,19 +248,21 @@ class SyncReader:
             if host.channel.resolve(room_id, msg.text):
                 return True  # the answer to an open yes/no question, not a new message
         chat = msg.conversation_id
+
+        async def answer(text: str) -> None:
+            await self.say(msg.address, text)
+
         if is_command(msg):
-            if command_name(msg) == "stop":
-                await self.stop_turn(msg)
-                return True
-            if not host.tasks.spawn(chat, self.command(msg), owner=owner):
-                await self.over_limit(msg)
+            decline = functools.partial(host.channel.questions.decline_all, room_id)  # its open question: a no
+            owner_data = msg.direct and owner
+            await self.intake.command(msg.text, chat, answer, owner=owner, owner_data=owner_data, decline=decline)
             return True
         if not (msg.direct or config.group_mode == "all" or msg.mentions_bot):
             return True
         payload = {"room": msg.room_id, "event": event, "direct": msg.direct}
         arrival = Arrival(msg.event_id, chat, payload, sender, owner, msg.text, msg.event_id, joinable(msg))
         # False: a stop came while the inbox could not store it (the sync position stays before it)
-        return await self.intake.take(arrival, lambda text: self.say(msg.address, text))
+        return await self.intake.take(arrival, answer)
 
     async def pairing_answer(self, sender: str) -> str | None:
         """What a stranger who asks for a private chat is told (conversation/pairing.py): their code at most
@@ -261,20 +271,15 @@ class SyncReader:
 
     async def refuse(self, msg: MatrixMessage) -> None:
         """A stranger in a room the bot is in: told once, when they address the bot (in a direct room with
-        pairing on: a pairing code, at most once an hour); nothing else."""
-        if not (msg.direct or msg.mentions_bot):
-            return
-        if msg.direct:
-            said = await self.pairing_answer(msg.sender)
-            if said is not None:
-                if said:
-                    await self.say(msg.address, said)
-                return
-        if not await asyncio.to_thread(self.host.state.tell_once, f"stranger:{msg.sender}"):
-            log.info("matrix: ignored %s again (not in matrix.allowed; already told)", msg.sender)
-            return
-        log.info("matrix: refused %s (not in matrix.allowed)", msg.sender)
-        await self.say(msg.address, stranger_text(msg.sender))
+        pairing on: a pairing code, at most once an hour); nothing else (conversation/strangers.py)."""
+        refusal = not_allowed(f"Your Matrix id is {msg.sender}", "matrix.allowed")
+        await self.strangers.answer(
+            msg.sender,
+            refusal,
+            lambda text: self.say(msg.address, text),
+            private=msg.direct,
+            addressed=msg.mentions_bot,
+        )
 
     async def say(self, to: Address, text: str) -> None:
         try:
@@ -282,29 +287,12 @@ class SyncReader:
         except (MatrixUnavailable, DeliveryError) as err:
             log.info("matrix: could not say %r in %s: %s", text[:40], to.chat_id, err)
 
-    async def over_limit(self, msg: MatrixMessage) -> None:
-        await self.intake.over_limit(msg.conversation_id, lambda text: self.say(msg.address, text))
-
-    async def stop_turn(self, msg: MatrixMessage) -> None:
-        stopped = self.host.runtime.agent.stop(msg.conversation_id)
-        if stopped:
-            self.host.channel.questions.decline_all(msg.room_id)
-        await self.say(msg.address, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
-
-    async def command(self, msg: MatrixMessage) -> None:
-        """A /command, answered in the chat's order; the owner-only ones only in the owner's direct room."""
-        host = self.host
-        owner_chat = msg.direct and host.config.is_owner(msg.sender)
-        reply = await asyncio.to_thread(
-            texts.command_reply, host.runtime, msg.conversation_id, msg.text, owner_data=owner_chat
-        )
-        await self.say(msg.address, reply)
-
     def replay(self) -> None:
         """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
         host = self.host
-        jobs, messages = left_by_last_run(host.inbox, PREFIX, "matrix")
-        for item in jobs + messages:
+
+        def owner(item: InboxItem) -> bool:
             msg = host.turns.message_of(item)
-            owner = is_job_item(item) or (msg is not None and host.config.is_owner(msg.sender))
-            host.tasks.spawn(item.conversation_id, host.turns.answer(item), owner=owner, exempt=True)
+            return msg is not None and host.config.is_owner(msg.sender)
+
+        self.intake.replay(PREFIX, owner)

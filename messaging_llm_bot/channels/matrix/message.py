@@ -113,7 +113,3 @@ def parse_message(room_id: str, event: JsonObject, direct: bool, bot: str) -> Ma
 
 def is_command(msg: MatrixMessage) -> bool:
     return msg.media is None and msg.text.startswith("/")
-
-
-def command_name(msg: MatrixMessage) -> str:
-    return msg.text.strip()[1:].partition(" ")[0].lower()

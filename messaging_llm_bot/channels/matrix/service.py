@@ -17,7 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.config.settings import Settings
-from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
@@ -139,7 +139,7 @@ class MatrixService(ChannelService):
                 loop,
                 self.inbox,
                 owner_conversation=self.owner_conversation,
-                start=self.start_job,
+                start=reader.intake.start_job,
                 ask_owner=self.channel.approvals.owner_approver(lambda: self.state.state.owner_room or None, loop),
             )
         )
@@ -170,10 +170,6 @@ class MatrixService(ChannelService):
         """Where a Matrix job's runs go: the owner's direct room (known once the owner wrote there)."""
         room = self.state.state.owner_room
         return conversation_of(room) if room else None
-
-    def start_job(self, item: InboxItem) -> None:
-        """Answer a job run's item in the owner's queue (first, never refused)."""
-        self.tasks.spawn(item.conversation_id, self.turns.answer(item), owner=True, exempt=True)
 
     async def _send_to(self, conversation_id: str, text: str, _conversation: object) -> None:
         """Text to a conversation (``mx:`` room, thread); ``DeliveryError``, for good when the homeserver

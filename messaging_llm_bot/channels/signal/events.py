@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 from typing import Any, Protocol
 
@@ -28,12 +29,11 @@ from messaging_llm_bot.channels.signal.settings import (
     refusal_text,
 )
 from messaging_llm_bot.channels.signal.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, left_by_last_run
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.strangers import Strangers
 
@@ -71,8 +71,6 @@ class EventHost(Protocol):
     @property
     def turns(self) -> TurnRunner: ...
 
-    def start_job(self, item: InboxItem) -> None: ...
-
     async def learn_account_uuid(self) -> None: ...
 
     async def sleep(self, seconds: float) -> None: ...
@@ -92,6 +90,7 @@ class EventReader:
             wait=service.sleep,
             stopping=lambda: service.stopping,
             lost=_lost,
+            queue_of=chat_of_conversation,
         )
 
     def _on_open(self) -> None:
@@ -144,12 +143,16 @@ class EventReader:
         if sender.owner_chat(msg) and msg.kind() == "text" and service.approvals.resolve(msg.chat, msg.text):
             return  # the answer to an open confirmation question, not a new message
         owner = sender.owner  # in any chat: never refused over the limit, and first for a free slot
+
+        async def answer(text: str) -> None:
+            await say(service.client, msg, text)
+
         if msg.kind() == "text" and msg.text.startswith("/"):
-            if msg.text.strip()[1:].partition(" ")[0].lower() == "stop":
-                await self._stop_turn(msg)  # about the turn the queue waits for: not queued behind it
-                return
-            if not service.tasks.spawn(msg.chat, self._command(msg), owner=owner):
-                await self._over_limit(msg)
+            decline = functools.partial(service.approvals.resolve, msg.chat, "no")  # an open question: declined
+            owner_data = sender.owner_chat(msg)
+            await self.intake.command(
+                msg.text, msg.conversation_id, answer, owner=owner, owner_data=owner_data, decline=decline
+            )
             return
         if not addressed_to_bot(msg, service.settings, service.account_uuid):
             return
@@ -165,31 +168,10 @@ class EventReader:
             queue=msg.chat,
         )
 
-        async def answer(text: str) -> None:
-            await say(service.client, msg, text)
-
         async def tell_held(text: str) -> None:  # in the chat's order
             service.tasks.spawn(msg.chat, say(service.client, msg, text), owner=owner, exempt=True)
 
         await self.intake.take(arrival, answer, tell_held=tell_held)
-
-    async def _stop_turn(self, msg: SignalMessage) -> None:
-        """/stop: the chat's running turn ends; an open confirmation question counts as declined."""
-        service = self.service
-        stopped = service.runtime.agent.stop(msg.conversation_id)
-        if stopped:
-            service.approvals.resolve(msg.chat, "no")
-        await say(service.client, msg, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
-
-    async def _command(self, msg: SignalMessage) -> None:
-        """Any other command, in the chat's order; the owner-only ones (/now, /reload, /stats, /status details)
-        only in the owner's own direct chat, by the same rule as Telegram (assistant_framework.access)."""
-        service = self.service
-        owner_chat = service.identities.judge(msg, service.settings).owner_chat(msg)
-        reply = await asyncio.to_thread(
-            texts.command_reply, service.runtime, msg.conversation_id, msg.text, owner_data=owner_chat
-        )
-        await say(service.client, msg, reply)
 
     async def _refuse(self, msg: SignalMessage) -> None:
         """Tell a stranger their ids once (conversation/strangers.py); in a group only when they address the
@@ -208,20 +190,15 @@ class EventReader:
             who, refusal_text(msg), answer, private=private, addressed=addressed, pair_as=pair_as
         )
 
-    async def _over_limit(self, msg: SignalMessage) -> None:
-        await self.intake.over_limit(msg.chat, lambda text: say(self.service.client, msg, text))
-
     def replay(self) -> None:
         """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
         service = self.service
-        jobs, messages = left_by_last_run(service.inbox, PREFIX, "signal")
-        for item in jobs:
-            service.start_job(item)  # a job run left by a crash
-        for item in messages:  # oldest first; accepted before, so never refused
+
+        def owner(item: InboxItem) -> bool:
             msg = parse_event(item.payload)
-            owner = msg is not None and service.identities.judge(msg, service.settings).owner
-            chat = chat_of_conversation(item.conversation_id)
-            service.tasks.spawn(chat, service.turns.answer(item), owner=owner, exempt=True)
+            return msg is not None and service.identities.judge(msg, service.settings).owner
+
+        self.intake.replay(PREFIX, owner)
 
 
 def _lost(arrival: Arrival) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from assistant_framework.config.settings import SignalSettings
-from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.events import EventReader
@@ -24,7 +24,6 @@ from messaging_llm_bot.channels.signal.send import approvals, send_to
 from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
     allowed_ids,
-    chat_of_conversation,
     normalize_id,
     owner_of,
 )
@@ -32,10 +31,9 @@ from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.job_router import ChannelJobs, owner_digest
 from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
-from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
-from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
+from messaging_llm_bot.conversation.strangers import Strangers
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +91,6 @@ class SignalService(ChannelService):
     def notices(self) -> ChannelNotices:
         return _started(self._notices)
 
-    def start_job(self, item: InboxItem) -> None:
-        """Answer a job run's item in the owner's queue (first, never refused), once at a time."""
-        chat = chat_of_conversation(item.conversation_id)
-        self.tasks.spawn_once(item.item_id, chat, lambda: self.turns.answer(item))
-
     def job_conversation(self, job: Job) -> str | None:
         """The conversation a Signal job's runs go to (conversation/job_router.py decides which jobs are
         Signal's): the owner's direct chat, never another chat whatever the row says."""
@@ -126,9 +119,8 @@ class SignalService(ChannelService):
             self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
         await self.learn_account_uuid()
-        told = ToldOnce(workspace, REFUSED_LOG)
-        await told.load()
-        self.strangers = Strangers("signal", told, Pairing(self.runtime))
+        self.strangers = Strangers.told_once(self.runtime, "signal", REFUSED_LOG)
+        await self.strangers.load()
         loop = asyncio.get_running_loop()
         self._notices = notices = ChannelNotices(
             "signal",
@@ -154,7 +146,7 @@ class SignalService(ChannelService):
             loop,
             inbox,
             owner_conversation=self.job_conversation,
-            start=self.start_job,
+            start=events.intake.start_job,
             send_reminder=notices.send_reminder,
             digest=owner_digest(
                 self.settings.morning_digest, self.runtime.settings.runtime.timezone, notices.morning_digest

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assistant_framework.config.settings import SignalSettings
+from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 E164_RE = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -182,7 +183,4 @@ def chat_of_conversation(conversation_id: str) -> str:
 def refusal_text(msg: SignalMessage) -> str:
     """The one reply a stranger gets: their own ids, so the owner can allow them."""
     ids = " / ".join(x for x in (msg.number, msg.uuid) if x)
-    return (
-        f"Sorry, you are not authorised to use this bot. Your Signal id is {ids}; "
-        "the owner can add it to signal.allowed."
-    )
+    return not_allowed(f"Your Signal id is {ids}", "signal.allowed", this="this bot")

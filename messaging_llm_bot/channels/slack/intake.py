@@ -22,19 +22,10 @@ from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
-from messaging_llm_bot.conversation.pairing import Pairing
-from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
+from messaging_llm_bot.conversation.strangers import Strangers
+from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
-
-STRANGERS_FILE = "state/slack/strangers_told.txt"
-
-
-def stranger_text(user: str) -> str:
-    return (
-        f"Sorry, you are not authorised to use this assistant. Your Slack user id is {user}; "
-        "the owner can add it to slack.allowed."
-    )
 
 
 class IntakeHost(Protocol):
@@ -56,16 +47,9 @@ class IntakeHost(Protocol):
 class Intake:
     def __init__(self, host: IntakeHost) -> None:
         self.host = host
-        # A pairing code at most once an hour (conversation/pairing.py); with pairing off, their user id once,
-        # ever (a line each in the workspace, loaded at the service's start: ``load``).
-        told = ToldOnce(host.runtime.workspace, STRANGERS_FILE)
-        self.strangers = Strangers("slack", told, Pairing(host.runtime))
+        # A pairing code at most once an hour; with pairing off, their user id once, ever (loaded at the start).
+        self.strangers = Strangers.told_once(host.runtime, "slack")
         self.intake = ChannelIntake(host.turns, host.queues, host.tasks, host.storage)
-
-    async def load(self) -> None:
-        told = self.strangers.told
-        assert isinstance(told, ToldOnce)
-        await told.load()
 
     async def take(self, payload: Any) -> bool:
         """The message of a signed event; False when it could not be stored (Slack sends it again)."""
@@ -90,7 +74,7 @@ class Intake:
         if not config.allows(msg.user):
             await self.strangers.answer(
                 msg.user,
-                stranger_text(msg.user),
+                not_allowed(f"Your Slack user id is {msg.user}", "slack.allowed"),
                 lambda text: host.turns.say(to, text),
                 private=msg.direct,
                 addressed=True,

@@ -16,7 +16,7 @@ import signal
 from collections.abc import Sequence
 
 from assistant_framework.config.settings import Settings
-from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
@@ -28,8 +28,6 @@ from messaging_llm_bot.channels.slack.socketmode import AppTokenRefused, SocketM
 from messaging_llm_bot.channels.slack.turn import TurnRunner, address_of
 from messaging_llm_bot.channels.slack.webhook import Webhook
 from messaging_llm_bot.conversation.approvals import Answer
-from messaging_llm_bot.conversation.intake import left_by_last_run
-from messaging_llm_bot.conversation.item_turns import is_notice_item
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
@@ -118,20 +116,20 @@ class SlackService(ChannelService):
         self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         await self._who(client)
         intake = Intake(self)
-        await intake.load()
+        await intake.strangers.load()
         await self._take_events(intake)
         if not config.allowed:
             log.warning(
                 "slack.allowed is empty: the bot answers no one. Add your user id: "
                 'config set slack.allowed ["U0123ABCD"]'
             )
-        self._replay()
+        intake.intake.replay(PREFIX, notices_first=True)  # job runs and the notices that wait, then messages
         await self.join_jobs(
             ChannelJobs(
                 loop,
                 self.inbox,
                 owner_conversation=self.owner_conversation,
-                start=self.start_job,
+                start=intake.intake.start_job,
                 send_reminder=self.send_reminder,
                 ask_owner=self.channel.questions.approver(self._ask_owner, loop, "the slack owner's DM"),
             )
@@ -156,15 +154,6 @@ class SlackService(ChannelService):
         if self.socket is not None:
             await self.socket.stop()  # no new events; the turns under way finish after
 
-    def _replay(self) -> None:
-        """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""
-        jobs, messages = left_by_last_run(self.inbox, PREFIX, "slack")
-        for item in jobs:
-            self.start_job(item)
-        notices = [item for item in messages if is_notice_item(item)]
-        for item in notices + [item for item in messages if not is_notice_item(item)]:
-            self.tasks.spawn(item.conversation_id, self.turns.answer(item), owner=True, exempt=True)
-
     # -- jobs, reminders, notices -------------------------------------------------------
 
     async def _ask_owner(self, request: ApprovalRequest) -> Answer:
@@ -176,10 +165,6 @@ class SlackService(ChannelService):
 
     def owner_conversation(self, job: Job) -> str | None:
         return conversation_of(self.owner_dm) if self.owner_dm else None
-
-    def start_job(self, item: InboxItem) -> None:
-        """Answer a job run's item in the owner's queue (first, never refused; once while it waits or runs)."""
-        self.tasks.spawn_once(item.item_id, item.conversation_id, lambda: self.turns.answer(item))
 
     async def send_reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         """A reminder to its ``sl:`` conversation: True when it arrived, False to try later."""

@@ -19,6 +19,7 @@ from messaging_llm_bot.channels.telegram.settings import addressed_to_bot, for_o
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.strangers import Strangers, ToldRecently
+from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +28,7 @@ Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None
 
 def refusal_text(user_id: int) -> str:
     """The one reply an unknown user gets."""
-    return (
-        f"Sorry, you are not authorised to use this bot. Your user id is {user_id}; "
-        "the owner can add it to telegram.allowed_user_ids."
-    )
+    return not_allowed(f"Your user id is {user_id}", "telegram.allowed_user_ids", this="this bot")
 
 
 class Access:

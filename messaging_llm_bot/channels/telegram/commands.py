@@ -22,27 +22,9 @@ from messaging_llm_bot.conversation.runtime import Runtime
 #: forwarded "/reset" (someone else's text, settings.is_command).
 ONLY_NEW = filters.UpdateType.MESSAGE
 COMMAND = filters.COMMAND & ~filters.FORWARDED
-#: The commands answered by the conversation service's text alone (``start`` is /help's old name).
-SHARED = [
-    "start",
-    "help",
-    "skills",
-    "skill",
-    "new",
-    "sessions",
-    "resume",
-    "status",
-    "now",
-    "jobs",
-    "reload",
-    "stats",
-    "why",
-    "voice",
-    "model",
-    "pair",
-    "drafts",
-    "busy",
-]
+#: The commands answered by the conversation service's text alone (``start`` is /help's old name); /stop and
+#: /reset are Telegram's own (``Commands.register``).
+SHARED = ["start", *(name for name, _ in texts.COMMANDS if name not in ("stop", "reset"))]
 
 
 class Commands:
@@ -84,11 +66,9 @@ class Commands:
 
     async def cmd_stop(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Stop the turn running in this chat; an open confirmation question counts as declined."""
-        chat = update.effective_chat
-        stopped = self.runtime.agent.stop(self.conversation(update))
-        if stopped and self.turns.approvals is not None:
-            self.turns.approvals.questions.decline_all(chat.id)
-        await answer_update(update, context.bot, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
+        approvals, chat = self.turns.approvals, update.effective_chat
+        decline = (lambda: approvals.questions.decline_all(chat.id)) if approvals is not None else (lambda: None)
+        await answer_update(update, context.bot, texts.stop_turn(self.runtime, self.conversation(update), decline))
 
     async def cmd_reset(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Say what will be cleared and ask for confirmation with a button."""

@@ -9,6 +9,7 @@ turn in the chat's queue.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any, Protocol
 
@@ -18,24 +19,14 @@ from messaging_llm_bot.channels.whatsapp.channel import WhatsAppChannel
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, messages_of
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, conversation_of
 from messaging_llm_bot.channels.whatsapp.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
-from messaging_llm_bot.conversation.pairing import Pairing
-from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
+from messaging_llm_bot.conversation.strangers import Strangers
+from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
-
-STRANGERS_FILE = "state/whatsapp/strangers_told.txt"
-
-
-def stranger_text(number: str) -> str:
-    return (
-        f"Sorry, you are not authorised to use this assistant. Your number is +{number}; "
-        "the owner can add it to whatsapp.allowed."
-    )
 
 
 class IntakeHost(Protocol):
@@ -59,16 +50,9 @@ class IntakeHost(Protocol):
 class Intake:
     def __init__(self, host: IntakeHost) -> None:
         self.host = host
-        # A pairing code at most once an hour (conversation/pairing.py); with pairing off, their number once,
-        # ever (a line each in the workspace, loaded at the service's start: ``load``).
-        told = ToldOnce(host.runtime.workspace, STRANGERS_FILE)
-        self.strangers = Strangers("whatsapp", told, Pairing(host.runtime))
+        # A pairing code at most once an hour; with pairing off, their number once, ever (loaded at the start).
+        self.strangers = Strangers.told_once(host.runtime, "whatsapp")
         self.intake = ChannelIntake(host.turns, host.queues, host.tasks, host.storage)
-
-    async def load(self) -> None:
-        told = self.strangers.told
-        assert isinstance(told, ToldOnce)
-        await told.load()
 
     async def take(self, payload: object) -> bool:
         """Every message of a signed payload of this number; False when one could not be stored (Meta sends
@@ -84,6 +68,7 @@ class Intake:
         if not config.allows(msg.sender):
             await self.refuse(msg)
             return True
+        say = functools.partial(host.turns.say, Address(msg.sender))
         chat = conversation_of(msg.sender)
         owner = config.is_owner(msg.sender)
         await asyncio.to_thread(host.channel.window.saw, msg.sender, msg.timestamp)
@@ -93,15 +78,13 @@ class Intake:
             return True  # the answer to an open yes/no question, not a new message
         text = msg.text.strip()
         if msg.kind == "text" and text.startswith("/") and len(text) > 1:
-            if text[1:].split(" ", 1)[0].lower() == "stop":
-                await self.stop_turn(msg)
-            elif not host.tasks.spawn(chat, self.command(msg), owner=owner):
-                await self.over_limit(msg)
+            decline = functools.partial(host.channel.questions.decline_all, msg.sender)  # its open question: a no
+            await self.intake.command(msg.text, chat, say, owner=owner, owner_data=owner, decline=decline)
             return True
         payload = {"message": msg.raw, "name": msg.name}
         arrival = Arrival(msg.message_id, chat, payload, msg.sender, owner, msg.text, msg.message_id, joinable(msg))
         # False: it could not be stored (Meta sends the payload again)
-        return await self.intake.take(arrival, lambda text: host.turns.say(Address(msg.sender), text))
+        return await self.intake.take(arrival, say)
 
     def release_held(self, number: str) -> None:
         """The user wrote, so the window is open: what waited for them goes out first, in its order, and (without
@@ -122,27 +105,6 @@ class Intake:
         """A stranger: given a pairing code (at most once an hour), or with pairing off told their number once
         (they just wrote, so the window is open); nothing else."""
         await asyncio.to_thread(self.host.channel.window.saw, msg.sender, msg.timestamp)
-
-        async def say(text: str) -> None:
-            await self.host.turns.say(Address(msg.sender), text)
-
-        await self.strangers.answer(msg.sender, stranger_text(msg.sender), say, private=True, addressed=True)
-
-    async def over_limit(self, msg: WaMessage) -> None:
-        await self.intake.over_limit(
-            conversation_of(msg.sender), lambda text: self.host.turns.say(Address(msg.sender), text)
-        )
-
-    async def stop_turn(self, msg: WaMessage) -> None:
-        stopped = self.host.runtime.agent.stop(conversation_of(msg.sender))
-        if stopped:
-            self.host.channel.questions.decline_all(msg.sender)
-        await self.host.turns.say(Address(msg.sender), texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
-
-    async def command(self, msg: WaMessage) -> None:
-        """A /command, answered in the chat's order; the owner-only ones only in the owner's chat."""
-        host = self.host
-        owner_data = host.config.is_owner(msg.sender)
-        chat = conversation_of(msg.sender)
-        reply = await asyncio.to_thread(texts.command_reply, host.runtime, chat, msg.text, owner_data=owner_data)
-        await host.turns.say(Address(msg.sender), reply)
+        refusal = not_allowed(f"Your number is +{msg.sender}", "whatsapp.allowed")
+        say = functools.partial(self.host.turns.say, Address(msg.sender))
+        await self.strangers.answer(msg.sender, refusal, say, private=True, addressed=True)

@@ -28,8 +28,6 @@ from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppConfig,
 from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
 from messaging_llm_bot.channels.whatsapp.webhook import Webhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
-from messaging_llm_bot.conversation.intake import left_by_last_run
-from messaging_llm_bot.conversation.item_turns import is_notice_item
 from messaging_llm_bot.conversation.job_router import ChannelJobs, OwnerDigest
 from messaging_llm_bot.conversation.notices import notify_from_thread, send_digest
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
@@ -84,7 +82,7 @@ class WhatsAppService(ChannelService):
         self.channel = WhatsAppChannel(client, window, lambda: self.config)
         self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         intake = Intake(self)
-        await intake.load()
+        await intake.strangers.load()
         self.webhook = Webhook(lambda: self.config, intake.take)
         self.webhook.start()
         if not config.allowed:
@@ -93,11 +91,12 @@ class WhatsAppService(ChannelService):
                 'config set whatsapp.allowed ["+491701234567"]'
             )
         log.info("whatsapp: serving the webhook on %s for %s", self.webhook.url, [f"+{n}" for n in config.allowed])
-        self._replay()
-        await self._join_jobs(loop)
+        # What the last run left: job runs and the notices that wait, then messages oldest first.
+        intake.intake.replay(PREFIX, self._sent_by_owner, notices_first=True)
+        await self._join_jobs(loop, intake)
         self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text))
 
-    async def _join_jobs(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _join_jobs(self, loop: asyncio.AbstractEventLoop, intake: Intake) -> None:
         digest = None
         if self.config.morning_digest:
             hour, minute = (int(x) for x in self.config.morning_digest.split(":"))
@@ -107,7 +106,7 @@ class WhatsAppService(ChannelService):
                 loop,
                 self.inbox,
                 owner_conversation=self.owner_conversation,
-                start=self.start_job,
+                start=intake.intake.start_job,
                 send_reminder=self.send_reminder,
                 digest=digest,
                 ask_owner=self.channel.approvals.owner_approver(lambda: self.config.owner, loop),
@@ -122,24 +121,16 @@ class WhatsAppService(ChannelService):
         if hasattr(self, "channel"):
             await self.channel.client.close()
 
-    def _replay(self) -> None:
-        """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""
-        jobs, messages = left_by_last_run(self.inbox, PREFIX, "whatsapp")
-        notices = [item for item in messages if is_notice_item(item)]
-        for item in jobs + notices + [item for item in messages if not is_notice_item(item)]:
-            msg = message_of_payload(item.payload)
-            owner = msg is None or self.config.is_owner(msg.sender)
-            self.tasks.spawn(item.conversation_id, self.turns.answer(item), owner=owner, exempt=True)
+    def _sent_by_owner(self, item: InboxItem) -> bool:
+        """A stored message the owner sent (a notice's item, made for the owner, counts as theirs)."""
+        msg = message_of_payload(item.payload)
+        return msg is None or self.config.is_owner(msg.sender)
 
     # -- jobs, reminders, notices -------------------------------------------------------
 
     def owner_conversation(self, job: Job) -> str | None:
         owner = self.config.owner
         return conversation_of(owner) if owner else None
-
-    def start_job(self, item: InboxItem) -> None:
-        """Answer a job run's item in the owner's queue (first, never refused; once while it waits or runs)."""
-        self.tasks.spawn_once(item.item_id, item.conversation_id, lambda: self.turns.answer(item))
 
     async def send_reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         """A reminder to its ``wa:`` chat (as the template outside the window): True when it arrived, False to
