@@ -17,8 +17,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.policy import UNTRUSTED_WHY
 
 #: Where a piece came from: this turn's message or calls, memory recalled for this message, the history.
@@ -77,7 +77,7 @@ def stored_sources(sources: Iterable[OutsideSource]) -> list[dict[str, str]]:
     ]
 
 
-def history_sources(history: list[dict[str, Any]]) -> list[OutsideSource]:
+def history_sources(history: list[JsonObject]) -> list[OutsideSource]:
     """The outside content the history holds: each marked message's kept sources (as history now), or
     one source for a marked message that kept none."""
     found: dict[str, OutsideSource] = {}

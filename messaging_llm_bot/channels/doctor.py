@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant_framework.config.settings import Settings
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.conversation.routes import channel_names
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
@@ -39,7 +40,7 @@ class Context:
     config_path: Path
     workspace_path: Path
     quick: bool
-    config: dict[str, Any] | None = None
+    config: JsonObject | None = None
     _records: tuple[object, Settings] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

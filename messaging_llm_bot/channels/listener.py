@@ -5,7 +5,6 @@ Tornado on the channel's own event loop, bounded like the hooks listener (connec
 from __future__ import annotations
 
 import socket
-from typing import Any
 
 import tornado.netutil
 import tornado.web
@@ -40,7 +39,7 @@ class WebhookListener:
         port: int,
         path: str,
         handler: type[tornado.web.RequestHandler],
-        handler_args: dict[str, Any],
+        handler_args: dict[str, object],
         max_body_bytes: int,
     ) -> None:
         self.host, self.port, self.path = listen, port, path

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.conversation.routes import channel_names
 
 
@@ -84,7 +85,7 @@ class ChannelSetup:
     flags: argparse.Namespace  # the parsed flags, the channel's own among them (their defaults when not given)
     dialog: Dialog
     #: What the config holds now, without ``${NAME}`` read (the user's values to offer as defaults).
-    configured: dict[str, Any]
+    configured: JsonObject
     #: (key, value) to write, in order; written only when the whole setup passed.
     settings: list[tuple[str, object]] = field(default_factory=list)
     #: Flags that would give again what this run found (``--owner-id 7``): said when nothing was written.

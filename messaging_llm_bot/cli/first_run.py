@@ -13,8 +13,9 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace import WORKSPACE_MARKER
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def say_new_workspace(root: Path) -> None:
     print(f"Created a new, empty workspace at {root} (first run).", file=sys.stderr, flush=True)
 
 
-def unreachable_runners(runners: list[dict[str, Any]], *, timeout: float = 3.0) -> list[str] | None:
+def unreachable_runners(runners: list[JsonObject], *, timeout: float = 3.0) -> list[str] | None:
     """One line per runner that cannot be used, or None when one of them answers and lists its model."""
     from messaging_llm_bot.llm.probe import check_runner
 

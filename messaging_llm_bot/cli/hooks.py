@@ -15,7 +15,7 @@ import urllib.request
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from assistant_framework.config import ConfigError, load_config
 from assistant_framework.config.settings import HookSettings, HooksSettings, Settings
@@ -57,8 +57,20 @@ def hook_url(settings: HooksSettings, name: str) -> str:
     return f"http://{host}:{settings.port}/hooks/{name}"
 
 
-def describe(hook: HookSettings) -> dict[str, Any]:
-    """One hook as ``list`` shows it (the secret's source, never the secret)."""
+class HookListing(TypedDict):
+    """One hook as ``list`` shows it, and ``list --json`` prints it."""
+
+    name: str
+    kind: str
+    does: str
+    chat: str
+    secret: str  # where the secret comes from, never the secret
+    problem: str | None
+    url: str
+
+
+def describe(hook: HookSettings, url: str) -> HookListing:
+    """One hook as ``list`` shows it (the secret's source, never the secret), posted to at ``url``."""
     from assistant_framework.hooks.auth import secret_problem
 
     does = {"message": hook.message, "prompt": hook.prompt, "job": hook.job}[hook.kind]
@@ -69,12 +81,13 @@ def describe(hook: HookSettings) -> dict[str, Any]:
         "chat": hook.chat or "the owner's home chat",
         "secret": f"environment variable {hook.secret_env}" if hook.secret_env else "secret in the config",
         "problem": secret_problem(hook, os.environ),
+        "url": url,
     }
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     settings = _settings(args.config)
-    hooks = [{**describe(hook), "url": hook_url(settings, hook.name)} for hook in settings.endpoints.values()]
+    hooks = [describe(hook, hook_url(settings, hook.name)) for hook in settings.endpoints.values()]
     if args.json:
         print(json.dumps(hooks, indent=2, ensure_ascii=False))
         return 1 if any(hook["problem"] for hook in hooks) else 0

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
 from assistant_framework.workspace import Workspace
 
@@ -29,7 +29,7 @@ class ChatFlags:
     def _rel(self, conversation_id: str) -> str:
         return f"{CONVERSATIONS_DIR}/{safe_conversation_id(conversation_id)}/{FLAGS_FILE}"
 
-    def _read(self, conversation_id: str) -> dict[str, Any]:
+    def _read(self, conversation_id: str) -> JsonObject:
         try:
             flags = self.workspace.read_json(self._rel(conversation_id), default={})
         except (ValueError, UnicodeDecodeError, OSError):

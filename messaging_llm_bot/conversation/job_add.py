@@ -10,6 +10,7 @@ from typing import Any
 
 from assistant_framework.config.settings.jobs import JobsSettings
 from assistant_framework.jobs import CATCH_UP, JobError, JobStore, describe_next
+from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace import Workspace
 
 USAGE = (
@@ -32,7 +33,7 @@ def add_job_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
     parser.add_argument("--catch-up", choices=CATCH_UP, help="runs missed while the bot was down (default: once)")
 
 
-def job_fields(args: argparse.Namespace, default_tz: str) -> dict[str, Any]:
+def job_fields(args: argparse.Namespace, default_tz: str) -> JsonObject:
     """The row ``JobStore.add`` checks and stores, from the parsed options."""
     return {
         "name": args.name,

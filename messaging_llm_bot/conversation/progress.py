@@ -15,6 +15,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from assistant_framework.json_types import JsonObject
+
 TYPING_EVERY_SECONDS = 4.0
 # The first typing action waits this long: a reply ready sooner needs none (one platform call and its
 # event-loop time saved per quick turn); a slower one shows "typing…" after a pause no one sees.
@@ -109,7 +111,7 @@ class Progress:
             return
         self._loop.call_soon_threadsafe(self._apply, event.kind, dict(event.data or {}))
 
-    def _apply(self, kind: str, data: dict[str, Any]) -> None:
+    def _apply(self, kind: str, data: JsonObject) -> None:
         if kind == "skill_call" and self.show_status:
             self._status = status_line(str(data.get("skill", "?")), data.get("args"), data.get("round", 1))
             self._stream_text = ""  # a new round: text shown so far was not the answer

@@ -17,6 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.stores.provenance import is_untrusted
+from assistant_framework.stores.records import Reminder
 from messaging_llm_bot.conversation.markup import escape_markdown
 from messaging_llm_bot.conversation.routes import channel_of
 
@@ -146,7 +147,7 @@ class ReminderScheduler:
     async def _poll_job(self, context: Any) -> None:
         self.sync(await asyncio.to_thread(self._pending_safely))
 
-    def _pending_safely(self) -> list[Any]:
+    def _pending_safely(self) -> list[Reminder]:
         try:
             running = self.channels() if self.channels is not None else None
             return [
@@ -159,12 +160,12 @@ class ReminderScheduler:
             log.warning("reminders: cannot read the reminder store: %s", err)
             return []
 
-    def sync(self, reminders: list[Any] | None = None) -> int:
+    def sync(self, reminders: list[Reminder] | None = None) -> int:
         """Schedule new or changed pending reminders, cancel removed ones; returns how many were scheduled."""
         now = self.clock()
         if reminders is None:
             reminders = self._pending_safely()
-        pending: dict[str, Any] = {}
+        pending: dict[str, Reminder] = {}
         for reminder in reminders:  # of rows sharing an id (copied by hand) the first: the one delivered first
             if field(reminder, "id") is not None:
                 pending.setdefault(str(field(reminder, "id")), reminder)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from assistant_framework.config.reloadable import ReloadReport
 from assistant_framework.config.settings import Settings
+from assistant_framework.json_types import JsonObject
 
 if TYPE_CHECKING:  # pragma: no cover - the parts load when the runtime builds them
     from assistant_framework.memory.service import MemoryService
@@ -23,7 +24,7 @@ Notify = Callable[[str, str], None]
 class Runtime(Protocol):
     """The runtime's parts and calls a chat frontend uses."""
 
-    config: dict[str, Any]  # the loaded config (replaced by /reload)
+    config: JsonObject  # the loaded config (replaced by /reload)
     settings: Settings  # its records (replaced by /reload with it)
     workspace: Workspace
     config_path: Path  # the config it was loaded from (pairing writes its local layer: conversation/pairing.py)

@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 import requests
 
@@ -41,7 +40,7 @@ from messaging_llm_bot.llm.caps import count_call, hold_call, refusal, release_c
 from messaging_llm_bot.llm.deadline import CallDeadline
 from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_format
 from messaging_llm_bot.llm.hangup import hang_up_on
-from messaging_llm_bot.llm.http import EnvironmentCache, make_session
+from messaging_llm_bot.llm.http import EnvironmentCache, NetSettings, make_session
 from messaging_llm_bot.llm.runners import (
     RESERVED_KEYS,
     RunnerConfig,
@@ -342,7 +341,7 @@ class LLMClient:
                 self._sleep(delay)
                 attempt += 1
 
-    def _net(self, runner: RunnerConfig) -> dict[str, Any]:
+    def _net(self, runner: RunnerConfig) -> NetSettings:
         return self._env.get(runner.base_url) if self._env is not None else {}
 
     def _headers(self, runner: RunnerConfig, stream: bool = False) -> dict[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import requests
 from requests.utils import get_environ_proxies
@@ -32,9 +32,17 @@ def make_session(pool_size: int) -> requests.Session:
     return session
 
 
-def environment_settings(url: str) -> dict[str, Any]:
+class NetSettings(TypedDict):
+    """What `requests` would take from the environment for a call: its keyword arguments (none without an
+    environment cache)."""
+
+    proxies: NotRequired[dict[str, str]]
+    verify: NotRequired[str]
+
+
+def environment_settings(url: str) -> NetSettings:
     """``proxies`` and ``verify`` for calls to ``url`` as `requests` would take them from the environment."""
-    settings: dict[str, Any] = {"proxies": get_environ_proxies(url) or {}}
+    settings: NetSettings = {"proxies": get_environ_proxies(url) or {}}
     bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
     if bundle:
         settings["verify"] = bundle
@@ -45,10 +53,10 @@ class EnvironmentCache:
     """``environment_settings`` per base URL, computed at first use."""
 
     def __init__(self) -> None:
-        self._by_url: dict[str, dict[str, Any]] = {}
+        self._by_url: dict[str, NetSettings] = {}
         self._lock = threading.Lock()
 
-    def get(self, url: str) -> dict[str, Any]:
+    def get(self, url: str) -> NetSettings:
         found = self._by_url.get(url)
         if found is None:
             with self._lock:

@@ -10,7 +10,7 @@ import functools
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -46,7 +46,6 @@ class Probe:
     error: str | None = None
     status: int | None = None
     elapsed_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def model_problem(self, model: str) -> str | None:
         """Why ``model`` cannot be used on this server, or None (unknown when the list is not offered)."""

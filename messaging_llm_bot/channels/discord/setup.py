@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
 
 TOKEN_ENV = "DISCORD_BOT_TOKEN"
@@ -32,7 +32,7 @@ def steps(setup: ChannelSetup) -> None:
 
 
 class DiscordSteps(Steps):
-    def discord(self, configured: dict[str, Any]) -> bool:
+    def discord(self, configured: JsonObject) -> bool:
         """Set up Discord when ``--discord USER_ID`` is given (the rest is asked, or taken from the flags); True
         when it was set up. Without the flag nothing is asked about Discord."""
         a = self.a

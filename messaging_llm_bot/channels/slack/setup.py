@@ -11,6 +11,7 @@ import os
 import re
 from typing import Any
 
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
 from messaging_llm_bot.channels.slack.probe import probe_app_token, probe_token
 
@@ -46,7 +47,7 @@ def steps(setup: ChannelSetup) -> None:
 
 
 class SlackSteps(Steps):
-    def slack(self, configured: dict[str, Any]) -> bool:
+    def slack(self, configured: JsonObject) -> bool:
         """Set up Slack when ``--slack-owner USER_ID`` is given (the rest is asked, or taken from the flags);
         True when it was set up. Without the flag nothing is asked about Slack."""
         a = self.a
@@ -68,7 +69,7 @@ class SlackSteps(Steps):
         ]
         return True
 
-    def _events_api(self, configured: dict[str, Any]) -> list[tuple[str, Any]]:
+    def _events_api(self, configured: JsonObject) -> list[tuple[str, Any]]:
         secret_env = self.a.slack_secret_env or self._ask("The variable holding the signing secret", SECRET_ENV)
         hook = configured.get("webhook") or {}  # where the bot listens (the defaults unless configured)
         where = f"{hook.get('listen', '127.0.0.1')}:{hook.get('port', 8091)}"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from typing import Any
 
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
 
 TOKEN_ENV = "WHATSAPP_TOKEN"
@@ -41,7 +41,7 @@ def steps(setup: ChannelSetup) -> None:
 
 
 class WhatsAppSteps(Steps):
-    def whatsapp(self, configured: dict[str, Any]) -> bool:
+    def whatsapp(self, configured: JsonObject) -> bool:
         """Set up WhatsApp when ``--whatsapp PHONE_NUMBER_ID`` is given (the rest is asked, or taken from the
         flags); True when it was set up. Without the flag nothing is asked about WhatsApp."""
         a = self.a

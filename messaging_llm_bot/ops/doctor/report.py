@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
+from typing import TypedDict
 
 from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check
 
@@ -21,9 +20,18 @@ def format_report(checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
-def as_json(checks: list[Check]) -> list[dict[str, Any]]:
+class CheckJson(TypedDict):
+    """One check in ``doctor --json``'s list."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str
+
+
+def as_json(checks: list[Check]) -> list[CheckJson]:
     """The checks as JSON-ready dicts."""
-    return [asdict(c) for c in checks]
+    return [{"name": c.name, "status": c.status, "detail": c.detail, "fix": c.fix} for c in checks]
 
 
 def exit_code(checks: list[Check]) -> int:
