@@ -13,17 +13,21 @@ adapter.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 # Raised by the adapters, read by the conversation service: it lives there (conversation/delivery.py).
 from messaging_llm_bot.conversation.delivery import DeliveryError as DeliveryError
 
-#: What a message can carry besides text; a channel lists the kinds it reads and the kinds it sends.
-MediaKind = Literal["photo", "file", "voice", "audio", "video", "sticker"]
-MEDIA_KINDS: tuple[MediaKind, ...] = ("photo", "file", "voice", "audio", "video", "sticker")
+# Built by the conversation service, sent by the adapters: they live there too (conversation/outgoing.py).
+from messaging_llm_bot.conversation.outgoing import MEDIA_KINDS as MEDIA_KINDS
+from messaging_llm_bot.conversation.outgoing import Address as Address
+from messaging_llm_bot.conversation.outgoing import MediaKind as MediaKind
+from messaging_llm_bot.conversation.outgoing import OutgoingFile as OutgoingFile
+from messaging_llm_bot.conversation.outgoing import PartSent as PartSent
+from messaging_llm_bot.conversation.outgoing import Sent as Sent
+from messaging_llm_bot.conversation.outgoing import TextOut as TextOut
 
 #: How a platform counts its message limit: Telegram in UTF-16 code units, Signal in UTF-8 bytes.
 LengthUnit = Literal["utf16", "utf8", "chars"]
@@ -50,14 +54,6 @@ class Capabilities:
         unknown = (self.media_in | self.media_out) - set(MEDIA_KINDS)
         if unknown:
             raise ValueError(f"unknown media kinds: {sorted(unknown)}")
-
-
-@dataclass(frozen=True)
-class Address:
-    """Where a message goes: a chat, and the thread (forum topic) inside it when the platform has them."""
-
-    chat_id: str
-    thread_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,39 +92,6 @@ class Incoming:
     quoted: str | None = None  # the text of that message, when the platform sends it along
     forwarded_from: str | None = None  # "Mallory" for a forward: the text is someone else's (outside content)
     album: str | None = None  # the platform's group id of messages sent together (answered in one turn)
-
-
-@dataclass(frozen=True)
-class Sent:
-    """The platform's ids of the messages one send made (one per part of a split reply)."""
-
-    message_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class OutgoingFile:
-    """A file the bot sends: a photo, a document or a voice note from the workspace."""
-
-    kind: MediaKind
-    path: Path
-    caption: str = ""
-
-
-#: Called with each part's index and the platform's message id as soon as that part is out (the ledger).
-PartSent = Callable[[int, str], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class TextOut:
-    """A reply to send: Markdown, split by the channel to its limit; ``skip_parts`` already sent (a replay)."""
-
-    markdown: str
-    reply_to: str | None = None
-    skip_parts: int = 0
-    on_part_sent: PartSent | None = field(default=None, compare=False)
-    # A stable id of this reply (its inbox item): a platform that takes a client's id for a send (Matrix's
-    # transaction ids) gets the same id for the same part when it is sent again after a crash, and keeps one.
-    key: str = ""
 
 
 @runtime_checkable

@@ -62,8 +62,9 @@ class LiveMessage(Protocol):
         """Show "typing…" once."""
         ...
 
-    async def delete(self, message_id: int) -> None:
-        """Delete a sent message."""
+    async def delete(self, message_id: int) -> bool:
+        """Delete a sent message; False where the platform cannot (a status line then becomes the reply's first
+        part by an edit: conversation/chat_turns.py)."""
         ...
 
 
@@ -190,10 +191,13 @@ class Progress:
             except (TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - best effort
                 pass
 
-    async def discard(self) -> None:
-        """Delete the live message (a status line that should not stay above the answer)."""
+    async def discard(self) -> bool:
+        """Delete the live message (a status line that should not stay above the answer); False when the
+        platform cannot (it stays)."""
         if self.message_id is None:
-            return
-        await self.live.delete(self.message_id)
+            return True
+        if not await self.live.delete(self.message_id):
+            return False
         self.message_id = None
         self.showing_stream = False
+        return True

@@ -79,7 +79,8 @@ class DiscordChannel:
         return Sent(tuple(ids))
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
-        await self.edit(to.chat_id, message_id, markdown)
+        """The message replaced by ``markdown``'s first part; raises like ``send_text``."""
+        await self.edit(to.chat_id, message_id, split(markdown)[0])
         return True
 
     async def typing(self, to: Address) -> None:

@@ -48,5 +48,5 @@ class DiscordLive:
         except (DiscordUnavailable, DeliveryError) as err:
             log.debug("discord: typing in %s not shown: %s", self.to, err)
 
-    async def delete(self, message_id: int) -> None:
-        return None  # a status line left above the answer is edited into its first part instead
+    async def delete(self, message_id: int) -> bool:
+        return False  # a status line left above the answer is edited into its first part instead

@@ -73,7 +73,8 @@ class SlackChannel:
         return Sent(tuple(ids))
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
-        await self.client.update(to.chat_id, message_id, slack_text(markdown)[:MAX_TEXT_CHARS])
+        """The message replaced by ``markdown``'s first part; raises like ``send_text``."""
+        await self.client.update(to.chat_id, message_id, split(markdown)[0])
         return True
 
     async def typing(self, to: Address) -> None:

@@ -64,5 +64,5 @@ class SlackLive:
     async def typing(self) -> None:
         return None
 
-    async def delete(self, message_id: int) -> None:
-        return None  # a status line left above the answer is edited into its first part instead
+    async def delete(self, message_id: int) -> bool:
+        return False  # a status line left above the answer is edited into its first part instead

@@ -48,8 +48,9 @@ class TelegramLive:
         except telegram.error.TelegramError as err:
             log.debug("telegram: typing action in chat %s failed: %s", self.chat_id, err)
 
-    async def delete(self, message_id: int) -> None:
+    async def delete(self, message_id: int) -> bool:
         try:
             await self.bot.delete_message(self.chat_id, message_id)
         except telegram.error.TelegramError as err:
             log.info("telegram: could not delete status message %s in chat %s: %s", message_id, self.chat_id, err)
+        return True  # given up either way: the reply is sent whole after it
