@@ -17,11 +17,11 @@ from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.telegram.access import Access
-from messaging_llm_bot.channels.telegram.albums import MAX_ALBUM_PARTS, Albums, album_key
 from messaging_llm_bot.channels.telegram.media import message_kind, unsupported_text
 from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, answer_update, send_plain
 from messaging_llm_bot.channels.telegram.settings import (
     addressed_to_bot,
+    album_key,
     chat_of,
     conversation_id,
     is_command,
@@ -33,6 +33,7 @@ from messaging_llm_bot.channels.telegram.settings import (
 )
 from messaging_llm_bot.channels.telegram.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.albums import Albums, stored_albums
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text, storage_error_text
@@ -60,7 +61,8 @@ class Intake:
         self.duplicates = access.duplicates  # update ids the inbox holds as answered: the gate drops them
         self.tasks = tasks  # the replay's turns and job runs, in their chats' queues
         self.outage = StorageOutage("telegram")  # the inbox cannot store: updates held unconfirmed
-        self.albums = Albums()  # photos sent together: one turn (telegram/albums.py)
+        # Photos sent together: one turn (conversation/albums.py)
+        self.albums: Albums[Update] = Albums(album_key, lambda update: update.update_id)
 
     @property
     def settings(self) -> TelegramSettings:
@@ -234,7 +236,7 @@ class Intake:
         jobs, items = left_by_last_run(self.inbox, "tg:", "telegram")  # other channels replay their own
         for item in jobs:
             self.start_job_item(item)  # a job run left by a crash: in its place in the owner's queue
-        for item, album in stored_albums(items, bot):
+        for item, album in stored_albums(items, lambda stored: _album_of(stored, bot)):
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
             answer = self.turns.answer(item, album)
             self.tasks.spawn(chat_of(item.conversation_id), answer, owner=sender == self.settings.owner, exempt=True)
@@ -253,21 +255,9 @@ class Intake:
         return conversation_id(owner, topic_in(job.conversation_id, owner))
 
 
-def stored_albums(items: Sequence[InboxItem], bot: telegram.Bot) -> list[tuple[InboxItem, list[InboxItem]]]:
-    """Stored items in order, each with the later parts of its album (those answered in its turn, at most
-    ``MAX_ALBUM_PARTS`` in all): the parts of an album the last run did not answer are one turn again."""
-    turns: list[tuple[InboxItem, list[InboxItem]]] = []
-    open_albums: dict[str, list[InboxItem]] = {}
-    for item in items:
-        try:
-            key = album_key(Update.de_json(item.payload, bot))
-        except Exception:  # noqa: BLE001 - an odd payload is answered (or reported) on its own
-            key = None
-        parts = open_albums.get(key) if key is not None else None
-        if parts is not None and len(parts) + 1 < MAX_ALBUM_PARTS:
-            parts.append(item)
-            continue
-        turns.append((item, []))
-        if key is not None:
-            open_albums[key] = turns[-1][1]
-    return turns
+def _album_of(item: InboxItem, bot: telegram.Bot) -> str | None:
+    """The album of a stored update, or None (an odd payload is answered, or reported, on its own)."""
+    try:
+        return album_key(Update.de_json(item.payload, bot))
+    except Exception:  # noqa: BLE001 - an odd payload: no album
+        return None

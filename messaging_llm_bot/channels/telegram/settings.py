@@ -89,6 +89,15 @@ def message_conversation(message: telegram.Message) -> str:
     return conversation_id(message.chat_id, topic_of(message))
 
 
+def album_key(update: telegram.Update) -> str | None:
+    """The album an update's message belongs to (its conversation and ``media_group_id``: photos or files sent
+    together, answered as one turn by conversation/albums.py), or None."""
+    message = update.message
+    if message is None or not message.media_group_id:
+        return None
+    return f"{message_conversation(message)}|{message.media_group_id}"
+
+
 def telegram_chat_id(chat_id: int | str | None) -> int:
     """A chat id as Telegram takes it: ``123``, ``"123"`` or ``"tg:123"`` (as a row typed by hand may say);
     ValueError otherwise."""

@@ -76,7 +76,7 @@ class TurnRunner(ItemTurns):
 
     async def answer(self, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
         """Answer ``item`` and complete it (conversation/item_turns.py). ``parts``: the rest of ``item``'s album
-        (telegram/albums.py), answered in the same turn and completed with it."""
+        (conversation/albums.py), answered in the same turn and completed with it."""
         self._albums[item.item_id] = list(parts)
         try:
             await super().answer(item)
