@@ -30,14 +30,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         DISCORD_BOT,
     ),
     Mutation(
-        "discord-live-not-taken-over",
-        f"{BOT}/channels/discord/turn.py",
-        "                message_id=item.live,",
-        "                message_id=None,",
-        "after a crash mid-stream the partial answer stays and the whole answer is posted again beside it",
-        DISCORD_BOT,
-    ),
-    Mutation(
         "discord-file-any-host",
         f"{BOT}/channels/discord/files.py",
         "    return (got.scheme, got.netloc) == (api.scheme, api.netloc)",

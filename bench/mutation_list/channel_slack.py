@@ -6,22 +6,6 @@ from mutation_list.common import BUSY_KIT, SLACK, SLACK_BOT, SLACK_SOCKET, Mutat
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
-        "slack-retry-after-ignored",
-        "messaging_llm_bot/channels/slack/turn.py",
-        "                raise SendLater(err, after=err.retry_after) from err",
-        "                raise SendLater(err) from err",
-        "a rate-limited reply is sent again before Slack's Retry-After: more 429s, and a tier's limit hit again",
-        SLACK,
-    ),
-    Mutation(
-        "slack-live-not-taken-over",
-        "messaging_llm_bot/channels/slack/turn.py",
-        "            message_id=item.live,",
-        "            message_id=None,",
-        "after a crash mid-stream the partial answer stays and the whole answer is posted again beside it",
-        SLACK_BOT,
-    ),
-    Mutation(
         "slack-socket-unacked",
         "messaging_llm_bot/channels/slack/socketmode.py",
         "        await client.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))",

@@ -7,16 +7,36 @@ from mutation_list.common import (
     BOT,
     BUSY,
     BUSY_KIT,
+    DISCORD_BOT,
     HOOKS,
     JOB_ROUTING,
     OWNER_CHATS,
     PAIRING,
     SERVE_CHAT,
+    SLACK,
+    SLACK_BOT,
     TELEGRAM,
     Mutation,
 )
 
 MUTATIONS: tuple[Mutation, ...] = (
+    # -- a chat message's turn and its reply's way out (conversation/chat_turns.py) ---------------------------
+    Mutation(
+        "chat-turns-retry-after-ignored",
+        f"{BOT}/conversation/chat_turns.py",
+        '        raise SendLater(err, after=float(getattr(err, "retry_after", 0.0) or 0.0)) from err',
+        "        raise SendLater(err) from err",
+        "a rate-limited reply is sent again before the platform's Retry-After: more 429s, a tier's limit hit again",
+        SLACK,
+    ),
+    Mutation(
+        "chat-turns-live-not-taken-over",
+        f"{BOT}/conversation/chat_turns.py",
+        "            message_id=item.live,",
+        "            message_id=None,",
+        "after a crash mid-stream the partial answer stays and the whole answer is posted again beside it",
+        (*SLACK_BOT, *DISCORD_BOT),
+    ),
     Mutation(
         "telegram-status-details",
         f"{BOT}/conversation/commands.py",
@@ -260,6 +280,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False and turns.busy.join(",
         "busy mode steer does nothing on Signal, Matrix and WhatsApp: a message sent meanwhile waits its turn",
         BUSY_KIT,
+        DISCORD_BOT,
     ),
     Mutation(
         "reply-question-any-answer-is-yes",
@@ -285,6 +306,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "on Signal, Matrix, WhatsApp, email and Slack a message that joined a turn stays in the inbox after the reply "
         "that answered it: answered again at the next start",
         BUSY_KIT,
+        DISCORD_BOT,
     ),
     Mutation(
         "item-turns-refused-retried-forever",
