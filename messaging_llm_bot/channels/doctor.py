@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.json_types import JsonObject
@@ -51,12 +50,71 @@ class Context:
         return self._records[1]
 
 
-def allowlist_check(name: str, allowed: list[Any], owner: object, empty: str, fix: str) -> Check:
+def allowlist_check(name: str, allowed: Sequence[object], owner: object, empty: str, fix: str) -> Check:
     """The line every channel has about who may write: how many and the owner, or a failure when the list is
     empty (``empty``: what it means, ``fix``: the command that fills it)."""
     if not allowed:
         return Check(name, FAIL, empty, fix)
     return Check(name, OK, f"{len(allowed)} allowed; owner {owner or allowed[0]}")
+
+
+def verdict(name: str, problem: str, ok: str, fix: str) -> Check:
+    """A line that fails with ``problem`` and ``fix`` when there is a problem, else says ``ok``."""
+    return Check(name, FAIL, problem, fix) if problem else Check(name, OK, ok)
+
+
+def library_missing(name: str, module: str, what: str, extra: str) -> Check | None:
+    """A failure when the channel's library (``module``, named ``what``) of the package's ``extra`` does not
+    import, else None."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return Check(name, FAIL, f"{what} is not installed", f"pip install -e '.[{extra}]'")
+    return None
+
+
+def local_url(listen: str, port: int, path: str) -> str:
+    """Where this machine reaches a listener bound to ``listen`` (any address: the loopback)."""
+    host = "127.0.0.1" if listen in ("0.0.0.0", "") else "::1" if listen == "::" else listen
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
+
+
+@dataclass(frozen=True)
+class Handshake:
+    """The doctor's line on a platform's URL into the running bot (WhatsApp's webhook, Slack's request URL):
+    what the platform sends to prove it (``challenge``), what the running bot's answer shows (``answers``), what
+    the platform does while nothing answers (``lost``), what else a wrong answer means (``other``)."""
+
+    name: str  # "whatsapp webhook"
+    challenge: str  # "the handshake"
+    answers: str  # "the running bot's webhook answers the handshake"
+    lost: str  # "Meta's messages wait and are sent again"
+    other: str  # "another verify token"
+    port_key: str  # "whatsapp.webhook.port"
+    docs: str
+
+    def check(self, url: str, port: int, ask: Callable[[str], tuple[int, bool]]) -> Check:
+        """``ask(url)``: the answer's HTTP status and whether it proved the bot (httpx.HTTPError: nothing
+        answers, a warning: the bot is not running)."""
+        import httpx
+
+        try:
+            status, answered = ask(url)
+        except httpx.HTTPError:
+            return Check(
+                self.name,
+                WARN,
+                f"nothing answers at {url}: the bot is not running ({self.lost})",
+                f"start it (`make run`), then point your HTTPS proxy at {url} ({self.docs})",
+            )
+        if answered:
+            return Check(self.name, OK, f"{self.answers} at {url}")
+        return Check(
+            self.name,
+            FAIL,
+            f"{url} answered {status} to {self.challenge}: another program, or {self.other}",
+            f"stop what listens on port {port}, or set {self.port_key} ({self.docs})",
+        )
 
 
 #: ``checks`` in ``channels/<name>/doctor.py``.

@@ -13,11 +13,13 @@ import argparse
 import getpass
 import importlib
 import importlib.util
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.conversation.routes import channel_names
@@ -104,6 +106,92 @@ class Steps:
 
     def _ask(self, question: str, default: str = "") -> str:
         return self.io.answer(question, default)
+
+
+@dataclass(frozen=True)
+class Form:
+    """What an id of a platform looks like (``pattern``), and what is said after one that does not (``wrong``:
+    "is not a Discord user id (...)")."""
+
+    pattern: re.Pattern[str]
+    wrong: str
+
+    def checked(self, value: str) -> str:
+        """``value`` when it has the form, else a SetupError that quotes it."""
+        if not self.pattern.fullmatch(value or ""):
+            raise SetupError(f"{value!r} {self.wrong}")
+        return value
+
+
+@dataclass(frozen=True)
+class Tried:
+    """What a channel's check of a secret found: the lines to say, or why it does not work (``problem``)."""
+
+    said: tuple[str, ...] = ()
+    problem: str = ""
+
+
+class OptInSteps(Steps):
+    """A channel that is set up only when its flag names its account (``--discord USER_ID``): without it nothing
+    is asked about the channel. A channel declares its display name (``label``), config section, the flag's
+    attribute (``account``) and the account's form, and writes ``set_up``: the rest taken from its flags or
+    asked, the secrets tried (``try_secret``), the settings appended (``enable``). Its ``setup.py`` gives the
+    class's ``steps`` as its own."""
+
+    label: ClassVar[str]  # "Discord": before each line it says, and in setup's closing line
+    reached_as: ClassVar[str] = ""  # in setup's closing line when not the label ("email")
+    section: ClassVar[str]  # "discord"
+    account: ClassVar[str]  # the flag's attribute ("discord_owner")
+    form: ClassVar[Form]
+
+    def __init__(self, setup: ChannelSetup) -> None:
+        super().__init__(setup)
+        section = setup.configured.get(self.section)
+        #: What the channel's section holds now (the user's values, ``${NAME}`` not read).
+        self.configured: JsonObject = section if isinstance(section, dict) else {}
+        self.reached = setup.reached
+
+    @classmethod
+    def steps(cls, setup: ChannelSetup) -> None:
+        """Set up the channel when its flag is given (a SetupError when the account has not the form)."""
+        steps = cls(setup)
+        account = getattr(steps.a, steps.account)
+        if account:
+            steps.set_up(steps.form.checked(account))
+            steps.reached.append(steps.reached_as or steps.label)
+
+    def set_up(self, account: str) -> None:
+        """The channel's own steps, for the given account."""
+        raise NotImplementedError
+
+    def try_secret(
+        self, env: str, what: str, check: Callable[[str], Tried], hint: str, later: str = "then tries it"
+    ) -> None:
+        """The secret in the variable ``env`` (``what`` it holds: "the bot token") tried by ``check`` when it is
+        set: its lines said, or a SetupError naming what to check (``hint``) in which variable. When the variable
+        is not set, the user is told to set it before the bot runs (``later``: what ``make doctor`` then does)."""
+        value = os.environ.get(env, "")
+        if not value:
+            self.io.say(f"{self.label}: set {env} to {what} before `make run`; `make doctor` {later}.")
+            return
+        tried = check(value)
+        if tried.problem:
+            raise SetupError(f"{tried.problem}; check {hint} in {env}")
+        for line in tried.said:
+            self.io.say(f"{self.label}: {line}")
+
+    def enable(self, values: dict[str, object]) -> None:
+        """``values`` (keys in the channel's section; a None value is left out, so its default stays) appended
+        to the settings, then ``<section>.enabled`` last (the config refuses an enabled channel without them)."""
+        self.settings += [(f"{self.section}.{key}", value) for key, value in values.items() if value is not None]
+        self.settings.append((f"{self.section}.enabled", True))
+
+    def listens(self, port: int, path: str) -> tuple[str, str]:
+        """(the path, host:port) where the bot's listener takes the platform's requests: the configured
+        ``webhook``'s, else the defaults given (``127.0.0.1``)."""
+        hook = self.configured.get("webhook")
+        hook = hook if isinstance(hook, dict) else {}
+        return str(hook.get("path", path)), f"{hook.get('listen', '127.0.0.1')}:{hook.get('port', port)}"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ set, and ``email.trust: "any"`` is said loudly (anyone can write a From header).
 from __future__ import annotations
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
+from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context, allowlist_check
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError, check_smtp
 
 
@@ -15,57 +15,34 @@ def checks(ctx: Context) -> list[Check]:
         return []
     found: list[Check] = []
     mailbox = Mailbox(email.imap, email.folder, email.max_mail_bytes)
+    fix = "check email.{} (host, port, security, user, password) (docs/email.md)"
     try:
         batch = mailbox.poll(None, None)
-        found.append(
-            Check(
-                "email imap",
-                OK,
-                f"{mailbox.where}: logged in as {email.imap.user!r}; {email.folder} opens "
-                f"(UIDVALIDITY {batch.uidvalidity})",
-            )
-        )
+        opens = f"{email.folder} opens (UIDVALIDITY {batch.uidvalidity})"
+        found.append(Check("email imap", OK, f"{mailbox.where}: logged in as {email.imap.user!r}; {opens}"))
     except MailServerError as err:
-        found.append(
-            Check(
-                "email imap", FAIL, str(err), "check email.imap (host, port, security, user, password) (docs/email.md)"
-            )
-        )
+        found.append(Check("email imap", FAIL, str(err), fix.format("imap")))
     finally:
         mailbox.close()
     try:
         check_smtp(email.smtp)
         found.append(Check("email smtp", OK, f"SMTP {email.smtp.host}:{email.smtp.port} answers and takes the login"))
     except MailServerError as err:
-        found.append(
-            Check(
-                "email smtp", FAIL, str(err), "check email.smtp (host, port, security, user, password) (docs/email.md)"
-            )
-        )
-    if not email.allowed:
-        found.append(
-            Check(
-                "email allowlist",
-                FAIL,
-                "email.allowed is empty: the assistant answers no one's mail",
-                f"`{CLI} config set email.allowed '[\"you@example.org\"]'`",
-            )
-        )
-    else:
-        found.append(Check("email allowlist", OK, f"{len(email.allowed)} allowed; owner {email.owner_address}"))
-    if email.trust == "any":
-        found.append(
-            Check(
-                "email trust",
-                WARN,
-                'email.trust is "any": ANYONE can write a From header, so a forged mail "from" the owner gets '
-                "the owner's notes, facts and skills",
-                f'`{CLI} config set email.trust "auth-results"` (your provider adds Authentication-Results)',
-            )
-        )
-    else:
+        found.append(Check("email smtp", FAIL, str(err), fix.format("smtp")))
+    empty = "email.allowed is empty: the assistant answers no one's mail"
+    fill = f"`{CLI} config set email.allowed '[\"you@example.org\"]'`"
+    found.append(allowlist_check("email allowlist", email.allowed, email.owner_address, empty, fill))
+    if email.trust != "any":
         where = email.authserv_id or "the topmost header"
-        found.append(
-            Check("email trust", OK, f"a sender counts only with dkim or spf pass in Authentication-Results ({where})")
-        )
-    return found
+        ok = f"a sender counts only with dkim or spf pass in Authentication-Results ({where})"
+        return [*found, Check("email trust", OK, ok)]
+    return [
+        *found,
+        Check(
+            "email trust",
+            WARN,
+            'email.trust is "any": ANYONE can write a From header, so a forged mail "from" the owner gets '
+            "the owner's notes, facts and skills",
+            f'`{CLI} config set email.trust "auth-results"` (your provider adds Authentication-Results)',
+        ),
+    ]

@@ -6,10 +6,9 @@ servers)."""
 
 from __future__ import annotations
 
-import os
 import re
 
-from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
+from messaging_llm_bot.channels.setup import Flags, Form, OptInSteps, SetupError, Tried
 
 ADDRESS = re.compile(r"[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+")
 PORTS = {"ssl": (993, 465), "starttls": (143, 587), "none": (143, 25)}
@@ -41,62 +40,60 @@ def add_arguments(parser: Flags) -> None:
     parser.add_argument("--email-owner", metavar="ADDRESS", help="your own address: whose mail it answers")
 
 
-def steps(setup: ChannelSetup) -> None:
-    if EmailSteps(setup).email():
-        setup.reached.append("email")
+class EmailSteps(OptInSteps):
+    label, section, account, reached_as = "Email", "email", "email_address", "email"
+    form = Form(ADDRESS, "is not an email address (assistant@example.org)")
 
-
-class EmailSteps(Steps):
-    def email(self) -> bool:
-        """Set up the email channel when ``--email ADDRESS`` is given (the rest is asked, or taken from the
-        flags); True when it was set up. Without the flag the first run asks nothing about email."""
+    def set_up(self, account: str) -> None:
         a = self.a
-        address = a.email_address
-        if not address:
-            return False
-        if not ADDRESS.fullmatch(address):
-            raise SetupError(f"{address!r} is not an email address (assistant@example.org)")
-        domain = address.rpartition("@")[2]
+        domain = account.rpartition("@")[2]
         security = a.email_security or "ssl"
         if security not in PORTS:
             raise SetupError(f"--email-security {security!r}: ssl, starttls or none")
         imap_port, smtp_port = PORTS[security]
         imap = _server(a.email_imap or self._ask("Its IMAP server (host or host:port)", f"imap.{domain}"), imap_port)
         smtp = _server(a.email_smtp or self._ask("Its SMTP server (host or host:port)", f"smtp.{domain}"), smtp_port)
-        user = a.email_user if a.email_user is not None else self._ask("Its login", address)
+        user = a.email_user if a.email_user is not None else self._ask("Its login", account)
         env = a.email_password_env or self._ask("The environment variable holding its password", PASSWORD_ENV)
         owner = a.email_owner or self._ask("Your own address (whose mail it answers)")
-        if not ADDRESS.fullmatch(owner or ""):
-            raise SetupError(f"{owner!r} is not an email address: the assistant answers only the owner's mail")
+        Form(ADDRESS, "is not an email address: the assistant answers only the owner's mail").checked(owner)
         server = {"security": security, "user": user, "password_env": env}
-        self.settings += [
-            ("email.address", address),
-            ("email.imap", {"host": imap[0], "port": imap[1], **server}),
-            ("email.smtp", {"host": smtp[0], "port": smtp[1], **server}),
-            ("email.allowed", [owner.lower()]),
-            ("email.enabled", True),
-        ]
-        self._try_login(imap, security, user, env)
+        self.enable(
+            {
+                "address": account,
+                "imap": {"host": imap[0], "port": imap[1], **server},
+                "smtp": {"host": smtp[0], "port": smtp[1], **server},
+                "allowed": [owner.lower()],
+            }
+        )
+        self.try_secret(
+            env,
+            "the password",
+            lambda _: _login(imap, security, user, env),
+            "the server and the password",
+            "then logs in",
+        )
         self.io.say(
-            f"Email: {address} answers mail from {owner} that your provider's Authentication-Results proves "
+            f"Email: {account} answers mail from {owner} that your provider's Authentication-Results proves "
             "(docs/email.md)."
         )
-        return True
 
-    def _try_login(self, imap: tuple[str, int], security: str, user: str, env: str) -> None:
-        from assistant_framework.config.settings.email import ImapSettings
-        from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
 
-        if not os.environ.get(env):
-            self.io.say(f"Email: set {env} to the password before `make run`; `make doctor` then logs in.")
-            return
-        mailbox = Mailbox(
-            ImapSettings(host=imap[0], port=imap[1], security=security, user=user, password_env=env), "INBOX", 1
-        )
-        try:
-            mailbox.connect()
-            self.io.say(f"Email: {mailbox.where} takes the login.")
-        except MailServerError as err:
-            raise SetupError(f"{err}; check the server and the password in {env}") from None
-        finally:
-            mailbox.close()
+def _login(imap: tuple[str, int], security: str, user: str, env: str) -> Tried:
+    """The IMAP login, with the password in ``env``."""
+    from assistant_framework.config.settings.email import ImapSettings
+    from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
+
+    mailbox = Mailbox(
+        ImapSettings(host=imap[0], port=imap[1], security=security, user=user, password_env=env), "INBOX", 1
+    )
+    try:
+        mailbox.connect()
+        return Tried((f"{mailbox.where} takes the login.",))
+    except MailServerError as err:
+        return Tried(problem=str(err))
+    finally:
+        mailbox.close()
+
+
+steps = EmailSteps.steps

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
+from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context, allowlist_check
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig
 
 DOCS = "docs/matrix.md"
@@ -18,48 +18,37 @@ def checks(ctx: Context) -> list[Check]:
     if not settings.matrix.enabled:
         return []
     config = MatrixConfig.from_settings(settings)
-    lines: list[Check] = []
-    if not config.allowed:
-        lines.append(
-            Check(
-                "matrix allowlist",
-                FAIL,
-                "matrix.allowed is empty: the assistant joins no room and answers no one",
-                f"`{CLI} config set matrix.allowed '[\"@you:example.org\"]'`",
-            )
-        )
-    else:
-        lines.append(Check("matrix allowlist", OK, f"{len(config.allowed)} allowed; owner {config.owner}"))
+    empty = "matrix.allowed is empty: the assistant joins no room and answers no one"
+    fix = f"`{CLI} config set matrix.allowed '[\"@you:example.org\"]'`"
+    lines = [allowlist_check("matrix allowlist", config.allowed, config.owner, empty, fix)]
     if config.problem:
-        lines.append(Check("matrix login", FAIL, config.problem, f"set the bot's password or token ({DOCS})"))
-        return lines
+        return [*lines, Check("matrix login", FAIL, config.problem, f"set the bot's password or token ({DOCS})")]
     try:  # the channel's library is an extra: without it only this check fails, not the doctor
         from messaging_llm_bot.channels.matrix.probe import probe
     except ImportError as err:
         fix = f"`.venv/bin/pip install -e '.[matrix]'` ({DOCS})"
-        lines.append(Check("matrix homeserver", FAIL, f"the Matrix library is not installed ({err})", fix))
-        return lines
+        return [*lines, Check("matrix homeserver", FAIL, f"the Matrix library is not installed ({err})", fix)]
     found = asyncio.run(probe(config))
     if not found.reached:
-        lines.append(Check("matrix homeserver", FAIL, found.problem, f"check matrix.homeserver ({DOCS})"))
-        return lines
+        return [*lines, Check("matrix homeserver", FAIL, found.problem, f"check matrix.homeserver ({DOCS})")]
     lines.append(Check("matrix homeserver", OK, f"{config.homeserver} answers (spec {', '.join(found.versions[-1:])})"))
     if not found.logged_in:
-        lines.append(Check("matrix login", FAIL, found.problem, f"check matrix.user_id and its password ({DOCS})"))
-        return lines
+        return [*lines, Check("matrix login", FAIL, found.problem, f"check matrix.user_id and its password ({DOCS})")]
     lines.append(Check("matrix login", OK, f"logged in as {config.user_id}; in {found.rooms} room(s)"))
-    if found.encrypted:
-        lines.append(
+    if not found.encrypted:
+        return [
+            *lines,
             Check(
-                "matrix encryption",
-                WARN,
-                f"{len(found.encrypted)} joined room(s) are end-to-end encrypted, which this assistant cannot read "
-                f"({', '.join(found.encrypted[:3])}): it said so there once",
-                f"talk to it in a room with encryption turned off ({DOCS})",
-            )
-        )
-    else:
-        lines.append(
-            Check("matrix encryption", OK, "no joined room is end-to-end encrypted (encrypted rooms are not supported)")
-        )
-    return lines
+                "matrix encryption", OK, "no joined room is end-to-end encrypted (encrypted rooms are not supported)"
+            ),
+        ]
+    return [
+        *lines,
+        Check(
+            "matrix encryption",
+            WARN,
+            f"{len(found.encrypted)} joined room(s) are end-to-end encrypted, which this assistant cannot read "
+            f"({', '.join(found.encrypted[:3])}): it said so there once",
+            f"talk to it in a room with encryption turned off ({DOCS})",
+        ),
+    ]

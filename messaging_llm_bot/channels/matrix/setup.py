@@ -7,12 +7,12 @@ is there (on a device of its own, logged out again: channels/matrix/probe.py); t
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 
-from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
+from messaging_llm_bot.channels.setup import Flags, Form, OptInSteps, SetupError, Tried
 
 USER_ID = re.compile(r"@[^:\s]+:[^\s]+")
+HOMESERVER = Form(re.compile(r"https?://[^/\s?#]+.*"), "is not an http(s):// address of a homeserver")
 PASSWORD_ENV = "MATRIX_PASSWORD"
 
 
@@ -28,58 +28,42 @@ def add_arguments(parser: Flags) -> None:
     parser.add_argument("--matrix-owner", metavar="USER_ID", help="your own Matrix id: whose invites it takes")
 
 
-def steps(setup: ChannelSetup) -> None:
-    if MatrixSteps(setup).matrix():
-        setup.reached.append("Matrix")
+class MatrixSteps(OptInSteps):
+    label, section, account = "Matrix", "matrix", "matrix_user_id"
+    form = Form(USER_ID, "is not a Matrix user id (@assistant:example.org)")
 
-
-class MatrixSteps(Steps):
-    def matrix(self) -> bool:
-        """Set up the Matrix channel when ``--matrix USER_ID`` is given (the rest is asked, or taken from the
-        flags); True when it was set up. Without the flag the first run asks nothing about Matrix."""
+    def set_up(self, account: str) -> None:
         a = self.a
-        user_id = a.matrix_user_id
-        if not user_id:
-            return False
-        if not USER_ID.fullmatch(user_id):
-            raise SetupError(f"{user_id!r} is not a Matrix user id (@assistant:example.org)")
-        server = user_id.partition(":")[2]
-        homeserver = (a.matrix_homeserver or self._ask("Its homeserver's address", f"https://{server}")).rstrip("/")
-        if not re.fullmatch(r"https?://[^/\s?#]+.*", homeserver):
-            raise SetupError(f"{homeserver!r} is not an http(s):// address of a homeserver")
+        server = account.partition(":")[2]
+        homeserver = HOMESERVER.checked(
+            (a.matrix_homeserver or self._ask("Its homeserver's address", f"https://{server}")).rstrip("/")
+        )
         env = a.matrix_password_env or self._ask("The environment variable holding its password", PASSWORD_ENV)
         owner = a.matrix_owner or self._ask("Your own Matrix id (whose invites and messages it takes)")
-        if not USER_ID.fullmatch(owner or ""):
-            raise SetupError(f"{owner!r} is not a Matrix user id: the assistant answers only the owner")
-        self._try_login(homeserver, user_id, env)
-        self.settings += [
-            ("matrix.homeserver", homeserver),
-            ("matrix.user_id", user_id),
-            ("matrix.password_env", env),
-            ("matrix.allowed", [owner]),
-            ("matrix.enabled", True),
-        ]
-        self.io.say(
-            f"Matrix: {user_id} joins the rooms {owner} invites it to; start a direct chat with encryption "
-            "turned off (docs/matrix.md)."
-        )
-        return True
-
-    def _try_login(self, homeserver: str, user_id: str, env: str) -> None:
-        from assistant_framework.config.settings import Settings
-        from messaging_llm_bot.channels.matrix.settings import MatrixConfig
-
+        Form(USER_ID, "is not a Matrix user id: the assistant answers only the owner").checked(owner)
         try:  # the channel's library is an extra
             from messaging_llm_bot.channels.matrix.probe import probe
         except ImportError as err:
             raise SetupError(
                 f"the Matrix library is not installed ({err}): `.venv/bin/pip install -e '.[matrix]'`"
             ) from None
-        if not os.environ.get(env):
-            self.io.say(f"Matrix: set {env} to the password before `make run`; `make doctor` then logs in.")
-            return
-        section = {"enabled": True, "homeserver": homeserver, "user_id": user_id, "password_env": env}
-        found = asyncio.run(probe(MatrixConfig.from_settings(Settings.from_config({"matrix": section}))))
-        if not found.logged_in:
-            raise SetupError(f"{found.problem}; check the homeserver and the password in {env}")
-        self.io.say(f"Matrix: {homeserver} takes the login of {user_id}.")
+
+        def tried(password: str) -> Tried:
+            from assistant_framework.config.settings import Settings
+            from messaging_llm_bot.channels.matrix.settings import MatrixConfig
+
+            section = {"enabled": True, "homeserver": homeserver, "user_id": account, "password_env": env}
+            found = asyncio.run(probe(MatrixConfig.from_settings(Settings.from_config({"matrix": section}))))
+            return Tried(
+                (f"{homeserver} takes the login of {account}.",), "" if found.logged_in else found.problem or "no login"
+            )
+
+        self.try_secret(env, "the password", tried, "the homeserver and the password", later="then logs in")
+        self.enable({"homeserver": homeserver, "user_id": account, "password_env": env, "allowed": [owner]})
+        self.io.say(
+            f"Matrix: {account} joins the rooms {owner} invites it to; start a direct chat with encryption "
+            "turned off (docs/matrix.md)."
+        )
+
+
+steps = MatrixSteps.steps

@@ -1,7 +1,10 @@
-"""What doctor and setup ask the Graph API: does the access token reach the phone number (one GET)."""
+"""What doctor and setup ask the Graph API: does the access token reach the phone number (one GET); and what
+the doctor asks the running bot's webhook on this machine: does it answer Meta's handshake with the verify
+token (so it is the bot's, with the same token)."""
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 import httpx
@@ -38,3 +41,12 @@ def probe_number(base_url: str, phone_number_id: str, token: str) -> Reached:
         return Reached(number=str(response.json().get("display_phone_number") or "?"))
     except ValueError:
         return Reached(problem="the Graph API's answer is not JSON")
+
+
+def verify_webhook(url: str, verify_token: str) -> tuple[int, bool]:
+    """GET Meta's subscribe handshake at ``url``: its HTTP status and whether the challenge came back; raises
+    httpx.HTTPError when nothing answers."""
+    challenge = secrets.token_hex(8)
+    params = {"hub.mode": "subscribe", "hub.verify_token": verify_token, "hub.challenge": challenge}
+    response = httpx.get(url, params=params, timeout=TIMEOUT_SECONDS)
+    return response.status_code, response.status_code == 200 and response.text == challenge
