@@ -89,8 +89,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "matrix-notices-never-reach-the-owner",
         f"{BOT}/channels/matrix/service.py",
-        "            self._owner_conversation,",
-        "            lambda: None,",
+        "        self.notices = self.owner_notices(self._send_to, self._owner_conversation)",
+        "        self.notices = self.owner_notices(self._send_to, lambda: None)",
         "Matrix's collector notices and morning digest reach no one: the owner's direct room is never asked",
         BUSY_KIT,
     ),

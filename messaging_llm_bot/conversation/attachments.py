@@ -25,6 +25,17 @@ VOICE_DISABLED = (
 )
 
 
+def unsupported_text(kind: str) -> str:
+    """The short reply to a message kind the bot does not handle (a sticker, a location, ...)."""
+    if kind == "voice":
+        return VOICE_DISABLED
+    label = kind.replace("_", " ")
+    return (
+        f"Sorry, I can't handle a {label} message. Send text, a document or a photo"
+        " (voice notes work when transcription is configured)."
+    )
+
+
 def sanitize_name(name: str, fallback: str = "file") -> str:
     """A safe single file name: no folders, no control characters, at most 100 characters and 200 bytes."""
     name = unicodedata.normalize("NFKC", name or "").replace("\\", "/").split("/")[-1]

@@ -20,12 +20,18 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
+from messaging_llm_bot.agent.guard import ApprovalRequest
+from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
+from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_scheduler import JobScheduler
+from messaging_llm_bot.conversation.notices import ChannelNotices, SendTo, digest_now
 from messaging_llm_bot.conversation.pool import pool_size
+from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import ChannelStop, request_stop, run_own_loop, shutdown_runtime, take_lock
 
@@ -124,6 +130,44 @@ class ChannelService:
     async def join_jobs(self, jobs: ChannelJobs) -> None:
         """Join the process's one job scheduler (left at the stop)."""
         self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, self.NAME, jobs, self.job_clock)
+
+    def owner_notices(self, send: SendTo, owner: Callable[[], str | None]) -> ChannelNotices:
+        """What the channel sends unasked (conversation/notices.py: collectors' notices and the morning digest to
+        the owner's chat, ``owner``'s id or None, and reminders to theirs), over its one ``send``."""
+        runtime = self.runtime
+
+        def digest() -> str:
+            return digest_now(runtime.workspace, runtime.settings.runtime.timezone)
+
+        return ChannelNotices(self.NAME, send, owner, lambda: self._loop, digest)
+
+    async def join_jobs_sending(
+        self,
+        notices: ChannelNotices,
+        inbox: Inbox,
+        *,
+        owner_conversation: Callable[[Job], str | None],
+        start: Callable[[InboxItem], None],
+        morning_digest: str | None,
+        ask_owner: Callable[[ApprovalRequest], Answer] | None,
+        reminder_poll_seconds: float = POLL_SECONDS,
+    ) -> None:
+        """Join the job scheduler (``join_jobs``: job runs into ``inbox``, answered by ``start``) with the due
+        reminders and the owner's morning digest (``morning_digest``: "07:30", or none) sent through ``notices``;
+        then the runtime's background work starts, its collectors' notices sent through them too."""
+        timezone = self.runtime.settings.runtime.timezone
+        jobs = ChannelJobs(
+            asyncio.get_running_loop(),
+            inbox,
+            owner_conversation=owner_conversation,
+            start=start,
+            send_reminder=notices.send_reminder,
+            digest=owner_digest(morning_digest, timezone, notices.morning_digest),
+            reminder_poll_seconds=reminder_poll_seconds,
+            ask_owner=ask_owner,
+        )
+        await self.join_jobs(jobs)
+        self.runtime.start_background(notify=notices.notify_from_thread)
 
     async def serve(self) -> None:
         """Start the channel's parts (``self.shutdown.turns`` among them) and return once it serves."""

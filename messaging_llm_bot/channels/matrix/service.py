@@ -12,14 +12,11 @@ import asyncio
 import logging
 import signal
 from collections.abc import Sequence
-from datetime import time as dtime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
-from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixClient, MatrixUnavailable
@@ -27,10 +24,6 @@ from messaging_llm_bot.channels.matrix.events import SyncReader
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of, conversation_of
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import TurnRunner
-from messaging_llm_bot.conversation.job_router import ChannelJobs
-from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
-from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
-from messaging_llm_bot.conversation.reminders import ReminderScheduler
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 
@@ -60,20 +53,13 @@ class MatrixService(ChannelService):
         self.reminder_poll_seconds = reminder_poll_seconds
         self.backoff_max = backoff_max
         self._config: tuple[Settings, MatrixConfig] | None = None
-        self._queue = AsyncJobQueue()  # the reminders and the morning digest
         self._reading: list[asyncio.Task[Any]] = []
         self.state: StateFile
         self.inbox: Inbox
         self.channel: MatrixChannel
         self.turns: TurnRunner
         self.reader: SyncReader
-        self.notices = ChannelNotices(
-            "matrix",
-            self._send_to,
-            self._owner_conversation,
-            lambda: self._loop,
-            lambda: digest_now(runtime.workspace, self.config.timezone),
-        )
+        self.notices = self.owner_notices(self._send_to, self._owner_conversation)
 
     @property
     def config(self) -> MatrixConfig:
@@ -126,28 +112,15 @@ class MatrixService(ChannelService):
             )
         log.info("matrix: serving %s on %s for %s", client.user_id, self.config.homeserver, list(self.config.allowed))
         reader.replay()
-        ReminderScheduler(
-            ReminderStore(workspace),
-            self._queue,
-            self.notices.send_reminder,
-            default_tz=self.config.timezone,
-            poll_seconds=self.reminder_poll_seconds,
-            channel="matrix",
-        ).start()
-        await self.join_jobs(
-            ChannelJobs(
-                loop,
-                self.inbox,
-                owner_conversation=self.owner_conversation,
-                start=reader.intake.start_job,
-                ask_owner=self.channel.approvals.owner_approver(lambda: self.state.state.owner_room or None, loop),
-            )
+        await self.join_jobs_sending(
+            self.notices,
+            self.inbox,
+            owner_conversation=self.owner_conversation,
+            start=reader.intake.start_job,
+            morning_digest=self.config.morning_digest,
+            ask_owner=self.channel.approvals.owner_approver(lambda: self.state.state.owner_room or None, loop),
+            reminder_poll_seconds=self.reminder_poll_seconds,
         )
-        if self.config.morning_digest:
-            hour, minute = (int(x) for x in self.config.morning_digest.split(":"))
-            when = dtime(hour, minute, tzinfo=ZoneInfo(self.config.timezone))
-            DailyJob(self._queue, self.morning_digest, when, "matrix:morning-digest").start()
-        self.runtime.start_background(notify=self.notices.notify_from_thread)
         consumer = loop.create_task(reader.consume())
         synced = loop.create_task(reader.synced.wait())
         stopped = loop.create_task(self.shutdown_requested())
@@ -160,7 +133,6 @@ class MatrixService(ChannelService):
         await asyncio.gather(*self._reading, return_exceptions=True)
 
     async def close(self) -> None:
-        await self._queue.stop()
         if hasattr(self, "channel"):
             await self.channel.client.close()
 
@@ -188,9 +160,6 @@ class MatrixService(ChannelService):
         if not room:
             log.warning("matrix: a notice for the owner waits for their first message in a direct room")
         return conversation_of(room) if room else None
-
-    async def morning_digest(self, context: Any) -> None:
-        await self.notices.morning_digest()
 
 
 def run_matrix(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:

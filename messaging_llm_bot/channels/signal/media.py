@@ -109,14 +109,6 @@ async def transcribe_voice(client: SignalClient, msg: SignalMessage, settings: T
     return await asyncio.to_thread(transcribe, settings, data, attachment_name(att, msg), content)
 
 
-def unsupported_text(kind: str) -> str:
-    """The short reply for a message kind the bot does not handle."""
-    return (
-        f"Sorry, I can't handle a {kind} message. Send text, a document or a photo"
-        " (voice notes work when transcription is configured)."
-    )
-
-
 async def send_attachment(client: SignalClient, chat: str, data: bytes, mime: str, name: str, caption: str = "") -> str:
     """Send ``data`` to the chat as one message's attachment, ``caption`` its text; the message's timestamp.
     Raises ``SignalRpcError``/``SignalUnavailable``."""

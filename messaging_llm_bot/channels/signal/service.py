@@ -29,8 +29,7 @@ from messaging_llm_bot.channels.signal.settings import (
 )
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
-from messaging_llm_bot.conversation.job_router import ChannelJobs, owner_digest
-from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
+from messaging_llm_bot.conversation.notices import ChannelNotices
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.strangers import Strangers
@@ -122,12 +121,8 @@ class SignalService(ChannelService):
         self.strangers = Strangers.told_once(self.runtime, "signal", REFUSED_LOG)
         await self.strangers.load()
         loop = asyncio.get_running_loop()
-        self._notices = notices = ChannelNotices(
-            "signal",
-            lambda chat, text, conversation: send_to(client, chat, text, conversation),
-            lambda: owner_of(self.settings),
-            lambda: loop,
-            lambda: digest_now(workspace, self.runtime.settings.runtime.timezone),
+        self._notices = notices = self.owner_notices(
+            lambda chat, text, conversation: send_to(client, chat, text, conversation), lambda: owner_of(self.settings)
         )
         events = EventReader(self)
         if not self.settings.allowed:
@@ -142,20 +137,15 @@ class SignalService(ChannelService):
             list(allowed_ids(self.settings)),
         )
         events.replay()
-        channel_jobs = ChannelJobs(
-            loop,
+        await self.join_jobs_sending(
+            notices,
             inbox,
             owner_conversation=self.job_conversation,
             start=events.intake.start_job,
-            send_reminder=notices.send_reminder,
-            digest=owner_digest(
-                self.settings.morning_digest, self.runtime.settings.runtime.timezone, notices.morning_digest
-            ),
-            reminder_poll_seconds=self.reminder_poll_seconds,
+            morning_digest=self.settings.morning_digest,
             ask_owner=self.approvals.owner_approver(lambda: owner_of(self.settings), loop),
+            reminder_poll_seconds=self.reminder_poll_seconds,
         )
-        await self.join_jobs(channel_jobs)
-        self.runtime.start_background(notify=notices.notify_from_thread)
         self._consumer = loop.create_task(events.consume())
 
     async def learn_account_uuid(self) -> None:

@@ -31,6 +31,7 @@ from messaging_llm_bot.channels.signal.settings import (
     recipient_params,
 )
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
+from messaging_llm_bot.conversation.attachments import unsupported_text
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import FilesInput, files_input
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
@@ -183,7 +184,7 @@ class TurnRunner(ItemTurns):
             lambda config: media.transcribe_voice(self.client, msg, config),
             echo,
             f"Audio file {name} (transcript)" if name is not None else None,
-            media.unsupported_text(kind),
+            unsupported_text(kind),
         )
 
     async def deliver(self, item: InboxItem, chat: str, reply: str, quote: SignalMessage | None) -> bool:

@@ -31,8 +31,6 @@ from messaging_llm_bot.channels.telegram.settings import api_urls
 from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot
 from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 from messaging_llm_bot.conversation.commands import COMMANDS
-from messaging_llm_bot.conversation.job_router import ChannelJobs, owner_digest
-from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import EXIT_FAILED, ChannelService
 
@@ -73,12 +71,9 @@ class TelegramService(ChannelService):
         self.conflict: str | None = None
         self.started = threading.Event()  # the deferred start (plugins, commands, jobs) is done too
         self._rest: asyncio.Task[Any] | None = None
-        self.notices = ChannelNotices(
-            "telegram",
+        self.notices = self.owner_notices(
             lambda chat, text, conversation: send_to(self.app.bot, chat, text, conversation),
             lambda: None if self.frontend.settings.owner is None else str(self.frontend.settings.owner),
-            lambda: self._loop,
-            lambda: digest_now(self.runtime.workspace, self.runtime.settings.runtime.timezone),
         )
 
     def problem(self) -> str | None:
@@ -208,22 +203,16 @@ class TelegramService(ChannelService):
         if self.stopping:
             return
         loop, owner = asyncio.get_running_loop(), fe.settings.owner
-        await self.join_jobs(
-            ChannelJobs(
-                loop,
-                fe.intake.inbox,
-                owner_conversation=fe.intake.job_conversation,
-                start=fe.intake.start_job_item,
-                send_reminder=self.notices.send_reminder,
-                digest=owner_digest(
-                    self.settings.morning_digest, self.runtime.settings.runtime.timezone, self.notices.morning_digest
-                ),
-                reminder_poll_seconds=self.reminder_poll_seconds,
-                # A served client's `ask` call, with approve_in_chat, is asked in the owner's chat (docs/serve.md).
-                ask_owner=None if owner is None else fe.approvals.approver(app.bot, owner, loop),
-            )
+        await self.join_jobs_sending(
+            self.notices,
+            fe.intake.inbox,
+            owner_conversation=fe.intake.job_conversation,
+            start=fe.intake.start_job_item,
+            morning_digest=self.settings.morning_digest,
+            # A served client's `ask` call, with approve_in_chat, is asked in the owner's chat (docs/serve.md).
+            ask_owner=None if owner is None else fe.approvals.approver(app.bot, owner, loop),
+            reminder_poll_seconds=self.reminder_poll_seconds,
         )
-        self.runtime.start_background(notify=self.notices.notify_from_thread)
         self.started.set()
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:

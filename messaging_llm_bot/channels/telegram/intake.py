@@ -17,7 +17,7 @@ from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.telegram.access import Access
-from messaging_llm_bot.channels.telegram.media import message_kind, unsupported_text
+from messaging_llm_bot.channels.telegram.media import message_kind
 from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, answer_update, send_plain
 from messaging_llm_bot.channels.telegram.settings import (
     addressed_to_bot,
@@ -34,6 +34,7 @@ from messaging_llm_bot.channels.telegram.settings import (
 from messaging_llm_bot.channels.telegram.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.albums import Albums, stored_albums
+from messaging_llm_bot.conversation.attachments import unsupported_text
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text, storage_error_text

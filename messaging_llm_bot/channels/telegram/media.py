@@ -1,7 +1,8 @@
 """Non-text Telegram messages: documents and photos saved to ``inbox/<date>/``, voice notes transcribed.
 
 The model never sees file bytes; it is told where the file was saved and the caption, as an
-attachment (untrusted content). Kinds the bot cannot handle get a short reply saying so.
+attachment (untrusted content). Kinds the bot cannot handle get a short reply saying so
+(conversation/attachments.py's ``unsupported_text``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import telegram
 from telegram.constants import FileSizeLimit
 
 from assistant_framework.config.settings import TranscriptionSettings
-from assistant_framework.workspace import Workspace, atomic_write_bytes
-from messaging_llm_bot.conversation.attachments import VOICE_DISABLED, SavedFile, free_name, sanitize_name
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.attachments import SavedFile, sanitize_name, save_bytes
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe
 
 MAX_DOWNLOAD_BYTES = int(FileSizeLimit.FILESIZE_DOWNLOAD)  # 20 MB: the Bot API refuses bigger downloads
@@ -74,9 +75,8 @@ async def save_attachment(bot: telegram.Bot, ws: Workspace, message: telegram.Me
         data = bytes(await tg_file.download_as_bytearray())
     except telegram.error.TelegramError as err:
         return f"Downloading the {kind} from Telegram failed: {err}"
-    rel = free_name(ws, f"inbox/{today.isoformat()}", name)
-    await asyncio.to_thread(atomic_write_bytes, ws.path(rel), data)
-    return SavedFile(rel_path=rel, size=len(data), kind=kind, mime_type=mime, caption=message.caption or "")
+    caption = message.caption or ""
+    return await asyncio.to_thread(save_bytes, ws, data, name, today, kind=kind, mime_type=mime, caption=caption)
 
 
 async def transcribe_voice(
@@ -91,14 +91,3 @@ async def transcribe_voice(
     except telegram.error.TelegramError as err:
         return Transcription(error=f"downloading the voice note from Telegram failed: {err}")
     return await asyncio.to_thread(transcribe, settings, data, "voice.ogg", voice.mime_type or "audio/ogg")
-
-
-def unsupported_text(kind: str) -> str:
-    """The short reply for a message kind the bot does not handle."""
-    if kind == "voice":
-        return VOICE_DISABLED
-    label = kind.replace("_", " ")
-    return (
-        f"Sorry, I can't handle a {label} message. Send text, a document or a photo"
-        " (voice notes work when transcription is configured)."
-    )

@@ -13,8 +13,6 @@ import asyncio
 import logging
 import signal
 from collections.abc import Sequence
-from datetime import time as dtime
-from zoneinfo import ZoneInfo
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.inbox import Inbox, InboxItem
@@ -28,7 +26,7 @@ from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppConfig,
 from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
 from messaging_llm_bot.channels.whatsapp.webhook import Webhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
-from messaging_llm_bot.conversation.job_router import ChannelJobs, OwnerDigest
+from messaging_llm_bot.conversation.job_router import ChannelJobs, owner_digest
 from messaging_llm_bot.conversation.notices import notify_from_thread, send_digest
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -97,10 +95,7 @@ class WhatsAppService(ChannelService):
         self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text))
 
     async def _join_jobs(self, loop: asyncio.AbstractEventLoop, intake: Intake) -> None:
-        digest = None
-        if self.config.morning_digest:
-            hour, minute = (int(x) for x in self.config.morning_digest.split(":"))
-            digest = OwnerDigest(dtime(hour, minute, tzinfo=ZoneInfo(self.config.timezone)), self.morning_digest)
+        digest = owner_digest(self.config.morning_digest, self.config.timezone, self.morning_digest)
         await self.join_jobs(
             ChannelJobs(
                 loop,
