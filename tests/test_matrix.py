@@ -202,27 +202,21 @@ def test_a_part_sent_again_with_the_same_key_is_one_message(matrix: MatrixWorld)
     homeserver keeps one event (the transaction id is the item's and the part's)."""
     import asyncio
 
+    from assistant_framework.config.settings import MatrixSettings
     from messaging_llm_bot.channels.contract import Address, TextOut
     from messaging_llm_bot.channels.matrix.channel import MatrixChannel
     from messaging_llm_bot.channels.matrix.client import MatrixClient
-    from messaging_llm_bot.channels.matrix.settings import MatrixConfig
     from tests.matrix_harness import PASSWORD
 
     room = matrix.direct_room()
     matrix.bot.join(room)
-    config = MatrixConfig(
+    config = MatrixSettings(
         homeserver=matrix.server.url,
         user_id=matrix.bot.user_id,
         password=PASSWORD,
-        access_token="",
         device_name="test",
         allowed=(matrix.owner.user_id,),
-        owner=None,
-        group_mode="mention",
         typing=False,
-        morning_digest=None,
-        timezone="UTC",
-        edit_interval=1.0,
     )
 
     async def twice() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:

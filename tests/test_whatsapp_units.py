@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import time
 
+from assistant_framework.config.settings import WhatsAppSettings
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.whatsapp.channel import template_parts
 from messaging_llm_bot.channels.whatsapp.format import MAX_TEXT_CHARS, split, whatsapp_text
 from messaging_llm_bot.channels.whatsapp.message import messages_of
-from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig
 from messaging_llm_bot.channels.whatsapp.webhook import signed, verified
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from tests.fakes.graph_api import FakeGraphAPI, signature
@@ -20,27 +20,16 @@ SECRET = "the-app-secret-0123456789"
 BODY = b'{"object": "whatsapp_business_account", "entry": []}'
 
 
-def _config(**changes: object) -> WhatsAppConfig:
+def _config(**changes: object) -> WhatsAppSettings:
     base = dict(
         phone_number_id="106540352242922",
         access_token="t",
-        app_secret=SECRET,
         verify_token="verify-me-please",
-        allowed=("491701234567",),
-        owner="491701234567",
-        listen="127.0.0.1",
-        port=0,
-        path="/whatsapp",
-        max_body_bytes=1_000_000,
-        per_minute=600,
+        allowed=("+491701234567",),
+        owner="+491701234567",
         base_url="http://127.0.0.1:1/v21.0",
-        template="",
-        template_language="en_US",
-        typing=True,
-        morning_digest=None,
-        timezone="UTC",
     )
-    return WhatsAppConfig(**{**base, **changes})  # type: ignore[arg-type]
+    return WhatsAppSettings(**{**base, **changes})  # type: ignore[arg-type]
 
 
 def test_a_signature_counts_only_as_the_hmac_of_the_exact_body_with_the_app_secret() -> None:
@@ -99,3 +88,17 @@ def test_a_reply_becomes_text_parts_and_template_parameters_within_metas_bounds(
     params = template_parts(reply)
     assert all(len(p) <= 1024 and "\n" not in p and "     " not in p for p in params)
     assert " ".join(params).split() == reply.split()  # every word, once, in order
+
+
+def test_the_allowlist_and_the_owner_are_read_as_whatsapps_ids() -> None:
+    """Meta names a sender by its digits; the config writes E.164 with +: the record answers in Meta's terms."""
+    config = WhatsAppSettings(allowed=("+491701234567", "+4915112345678"))
+    assert config.allowed_ids == ("491701234567", "4915112345678")
+    assert config.allows("4915112345678") and not config.allows("+4915112345678") and not config.allows("49")
+    assert config.owner_id == "491701234567" and config.is_owner("491701234567")  # the first allowed
+    assert not config.is_owner("4915112345678")
+    chosen = WhatsAppSettings(allowed=("+491701234567", "+4915112345678"), owner="+4915112345678")
+    assert chosen.owner_id == "4915112345678" and chosen.is_owner("4915112345678")
+    outside = WhatsAppSettings(allowed=("+491701234567",), owner="+4915112345678")
+    assert not outside.is_owner("4915112345678")  # an owner not in the allowlist is not served as one
+    assert WhatsAppSettings().owner_id is None and not WhatsAppSettings().is_owner("")

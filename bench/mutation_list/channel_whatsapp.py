@@ -8,7 +8,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "whatsapp-signature-unchecked",
         "messaging_llm_bot/channels/whatsapp/webhook.py",
-        "        if not signed(webhook.config().app_secret, body, self.request.headers.get(SIGNATURE_HEADER)):",
+        "        if not signed(webhook.app_secret(), body, self.request.headers.get(SIGNATURE_HEADER)):",
         "        if False:",
         "anyone who finds the webhook's URL posts messages as the owner: they reach the model with the owner's data",
         WHATSAPP_BOT,

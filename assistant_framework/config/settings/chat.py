@@ -131,6 +131,23 @@ class MatrixSettings:
     #: against a server of your own).
     edit_interval_seconds: float = field(default=1.0, metadata=reads(number, minimum=0.05))
 
+    @property
+    def homeserver_url(self) -> str:
+        """``homeserver`` without a trailing slash: the client-server API's paths follow it."""
+        return self.homeserver.rstrip("/")
+
+    @property
+    def owner_id(self) -> str | None:
+        """Whose direct room sees the owner's data: ``owner``, else the first of ``allowed``, else None."""
+        return self.owner or (self.allowed[0] if self.allowed else None)
+
+    def allows(self, user_id: str) -> bool:
+        """Deny by default: only the ids in ``allowed`` (the homeserver proves the sender)."""
+        return user_id in self.allowed
+
+    def is_owner(self, user_id: str) -> bool:
+        return self.owner_id is not None and user_id == self.owner_id and self.allows(user_id)
+
     # The bot needs its server and its own account to log in.
     SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(
         {

@@ -23,6 +23,11 @@ TEMPLATE_NAME = pattern("^[a-z0-9_]{0,512}$", "a template name (lower case, digi
 LANGUAGE = pattern("^[a-z]{2,3}(_[A-Za-z]{2,4})?$", "a language code (en_US)")
 
 
+def wa_id(number: str) -> str:
+    """``+49 170 1234567`` or ``491701234567`` as WhatsApp's id of it (``wa_id``): the digits alone."""
+    return "".join(ch for ch in number if ch.isdigit())
+
+
 @dataclass(frozen=True)
 class WhatsAppWebhookSettings:
     """``whatsapp.webhook``: where the bot listens for Meta's webhook (behind your HTTPS proxy)."""
@@ -77,6 +82,26 @@ class WhatsAppSettings:
     #: Mark each message read and show "typing..." while the answer is written.
     typing: bool = field(default=True, metadata=reads(flag))
     morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
+
+    @property
+    def allowed_ids(self) -> tuple[str, ...]:
+        """``allowed`` as WhatsApp's ids (``wa_id``: the digits), as Meta names a message's sender."""
+        return tuple(wa_id(number) for number in self.allowed)
+
+    @property
+    def owner_id(self) -> str | None:
+        """The owner's ``wa_id``: ``owner``, else the first of ``allowed``, else None."""
+        if self.owner:
+            return wa_id(self.owner)
+        allowed = self.allowed_ids
+        return allowed[0] if allowed else None
+
+    def allows(self, number: str) -> bool:
+        """Deny by default: only the numbers in ``allowed`` (the signed webhook proves the sender)."""
+        return number in self.allowed_ids
+
+    def is_owner(self, number: str) -> bool:
+        return self.owner_id is not None and number == self.owner_id and self.allows(number)
 
     # The channel needs its number's id, the app secret to check signatures and a verify token for the handshake.
     SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(

@@ -17,10 +17,11 @@ from urllib.parse import quote
 import aiohttp
 import nio
 
+from assistant_framework.config.settings import MatrixSettings
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.matrix.format import MessageContent
-from messaging_llm_bot.channels.matrix.settings import MatrixConfig
+from messaging_llm_bot.channels.matrix.settings import MatrixLogin
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +101,10 @@ def _failed(answer: nio.ErrorResponse, what: str) -> Exception:
 class MatrixClient:
     """One logged-in device of the bot's account."""
 
-    def __init__(self, config: MatrixConfig, device_id: str | None) -> None:
+    def __init__(self, config: MatrixSettings, device_id: str | None) -> None:
         self.config = config
+        self.homeserver = config.homeserver_url
+        self.credential = MatrixLogin.of(config)
         nio_config = nio.AsyncClientConfig(
             max_limit_exceeded=2,  # nio waits out a 429 twice, then the channel's own backoff takes over
             max_timeouts=0,
@@ -109,7 +112,7 @@ class MatrixClient:
             store_sync_tokens=False,  # the channel keeps next_batch itself, after the inbox has the events
             encryption_enabled=False,
         )
-        self.nio = nio.AsyncClient(config.homeserver, config.user_id, device_id=device_id or "", config=nio_config)
+        self.nio = nio.AsyncClient(self.homeserver, config.user_id, device_id=device_id or "", config=nio_config)
 
     @property
     def user_id(self) -> str:
@@ -123,17 +126,17 @@ class MatrixClient:
         """Log in with the access token (its device) or the password (on the kept device); LoginFailed when
         refused, MatrixUnavailable when the server cannot be reached."""
         try:
-            if self.config.access_token:
-                self.nio.access_token = self.config.access_token
+            if self.credential.access_token:
+                self.nio.access_token = self.credential.access_token
                 who = await self.nio.whoami()
                 if isinstance(who, nio.WhoamiError):
                     raise LoginFailed(f"the homeserver refused matrix.access_token: {who}")
                 self.nio.user_id = who.user_id
                 self.nio.device_id = who.device_id or ""
                 return
-            answer = await self.nio.login(self.config.password, device_name=self.config.device_name)
+            answer = await self.nio.login(self.credential.password, device_name=self.config.device_name)
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
-            raise MatrixUnavailable(f"cannot reach {self.config.homeserver}: {err}") from err
+            raise MatrixUnavailable(f"cannot reach {self.homeserver}: {err}") from err
         if isinstance(answer, nio.LoginError):
             if answer.status_code in ("M_FORBIDDEN", "M_USER_DEACTIVATED", "M_INVALID_PARAM"):
                 raise LoginFailed(f"the homeserver refused the login of {self.config.user_id}: {answer.message}")
@@ -193,7 +196,7 @@ class MatrixClient:
         try:
             async with session.request(
                 method,
-                self.config.homeserver + path,
+                self.homeserver + path,
                 json=body,
                 headers={"Authorization": f"Bearer {self.nio.access_token}"} if auth else {},
                 timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS),
@@ -222,7 +225,7 @@ class MatrixClient:
         session = await self._session()
         try:
             async with session.post(
-                f"{self.config.homeserver}/_matrix/media/v3/upload",
+                f"{self.homeserver}/_matrix/media/v3/upload",
                 params={"filename": name},
                 data=data,
                 headers={"Authorization": f"Bearer {self.nio.access_token}", "Content-Type": mime},
@@ -245,7 +248,7 @@ class MatrixClient:
         if not mxc.startswith("mxc://") or not server or not media_id or "/" in media_id:
             return "The file's address is not a Matrix media address."
         session = await self._session()
-        url = f"{self.config.homeserver}/_matrix/client/v1/media/download/{quote(server)}/{quote(media_id)}"
+        url = f"{self.homeserver}/_matrix/client/v1/media/download/{quote(server)}/{quote(media_id)}"
         try:
             async with session.get(
                 url,

@@ -8,7 +8,7 @@ import asyncio
 
 from assistant_framework.hints import CLI
 from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context, allowlist_check
-from messaging_llm_bot.channels.matrix.settings import MatrixConfig
+from messaging_llm_bot.channels.matrix.settings import MatrixLogin
 
 DOCS = "docs/matrix.md"
 
@@ -17,12 +17,13 @@ def checks(ctx: Context) -> list[Check]:
     settings = ctx.settings
     if not settings.matrix.enabled:
         return []
-    config = MatrixConfig.from_settings(settings)
+    config = settings.matrix
+    problem = MatrixLogin.of(config).problem
     empty = "matrix.allowed is empty: the assistant joins no room and answers no one"
     fix = f"`{CLI} config set matrix.allowed '[\"@you:example.org\"]'`"
-    lines = [allowlist_check("matrix allowlist", config.allowed, config.owner, empty, fix)]
-    if config.problem:
-        return [*lines, Check("matrix login", FAIL, config.problem, f"set the bot's password or token ({DOCS})")]
+    lines = [allowlist_check("matrix allowlist", config.allowed, config.owner_id, empty, fix)]
+    if problem:
+        return [*lines, Check("matrix login", FAIL, problem, f"set the bot's password or token ({DOCS})")]
     try:  # the channel's library is an extra: without it only this check fails, not the doctor
         from messaging_llm_bot.channels.matrix.probe import probe
     except ImportError as err:
@@ -31,7 +32,8 @@ def checks(ctx: Context) -> list[Check]:
     found = asyncio.run(probe(config))
     if not found.reached:
         return [*lines, Check("matrix homeserver", FAIL, found.problem, f"check matrix.homeserver ({DOCS})")]
-    lines.append(Check("matrix homeserver", OK, f"{config.homeserver} answers (spec {', '.join(found.versions[-1:])})"))
+    spec = ", ".join(found.versions[-1:])
+    lines.append(Check("matrix homeserver", OK, f"{config.homeserver_url} answers (spec {spec})"))
     if not found.logged_in:
         return [*lines, Check("matrix login", FAIL, found.problem, f"check matrix.user_id and its password ({DOCS})")]
     lines.append(Check("matrix login", OK, f"logged in as {config.user_id}; in {found.rooms} room(s)"))

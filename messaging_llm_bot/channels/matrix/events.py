@@ -21,13 +21,14 @@ from typing import Any, Protocol
 
 import nio
 
+from assistant_framework.config.settings import MatrixSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, is_command, parse_message
-from messaging_llm_bot.channels.matrix.settings import PREFIX, MatrixConfig
+from messaging_llm_bot.channels.matrix.settings import PREFIX
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
@@ -75,7 +76,7 @@ class SyncHost(Protocol):
     backoff_max: float
 
     @property
-    def config(self) -> MatrixConfig: ...
+    def config(self) -> MatrixSettings: ...
 
     @property
     def stopping(self) -> bool: ...

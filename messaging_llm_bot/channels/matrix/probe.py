@@ -11,9 +11,10 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 
+from assistant_framework.config.settings import MatrixSettings
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixClient, MatrixUnavailable
-from messaging_llm_bot.channels.matrix.settings import MatrixConfig
+from messaging_llm_bot.channels.matrix.settings import MatrixLogin
 
 MAX_ROOMS_CHECKED = 50
 DOCTOR_DEVICE = "doctor"
@@ -31,23 +32,24 @@ class Probe:
     encrypted: list[str] = field(default_factory=list)
 
 
-async def probe(config: MatrixConfig, timeout: float = 20.0) -> Probe:
+async def probe(config: MatrixSettings, timeout: float = 20.0) -> Probe:
     """Ask the homeserver (within ``timeout`` seconds)."""
     try:
         return await asyncio.wait_for(_probe(config), timeout)
     except TimeoutError:
-        return Probe(problem=f"{config.homeserver} did not answer within {timeout:.0f} s")
+        return Probe(problem=f"{config.homeserver_url} did not answer within {timeout:.0f} s")
 
 
-async def _probe(config: MatrixConfig) -> Probe:
+async def _probe(config: MatrixSettings) -> Probe:
     result = Probe()
     doctor = dataclasses.replace(config, device_name="doctor (assistant)")
-    client = MatrixClient(doctor, None if config.access_token else DOCTOR_DEVICE)
+    token = MatrixLogin.of(config).access_token
+    client = MatrixClient(doctor, None if token else DOCTOR_DEVICE)
     try:
         try:
             answer = await client.raw("GET", "/_matrix/client/versions", None, auth=False)
         except (MatrixUnavailable, DeliveryError) as err:
-            result.problem = f"{config.homeserver} does not answer: {err}"
+            result.problem = f"{config.homeserver_url} does not answer: {err}"
             return result
         result.reached = True
         versions = answer.get("versions")
@@ -64,7 +66,7 @@ async def _probe(config: MatrixConfig) -> Probe:
         for room in joined[:MAX_ROOMS_CHECKED]:
             if await client.joined_encrypted(room):
                 result.encrypted.append(room)
-        if not config.access_token:  # the doctor's own device goes again; a configured token is the owner's
+        if not token:  # the doctor's own device goes again; a configured token is the owner's
             await client.raw("POST", "/_matrix/client/v3/logout", {})
     except (MatrixUnavailable, DeliveryError) as err:
         result.problem = str(err)

@@ -14,14 +14,14 @@ import signal
 from collections.abc import Sequence
 from typing import Any
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import MatrixSettings
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixClient, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.events import SyncReader
-from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of, conversation_of
+from messaging_llm_bot.channels.matrix.settings import MatrixLogin, address_of, conversation_of
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import TurnRunner
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -52,7 +52,6 @@ class MatrixService(ChannelService):
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.reminder_poll_seconds = reminder_poll_seconds
         self.backoff_max = backoff_max
-        self._config: tuple[Settings, MatrixConfig] | None = None
         self._reading: list[asyncio.Task[Any]] = []
         self.state: StateFile
         self.inbox: Inbox
@@ -62,16 +61,13 @@ class MatrixService(ChannelService):
         self.notices = self.owner_notices(self._send_to, self._owner_conversation)
 
     @property
-    def config(self) -> MatrixConfig:
+    def config(self) -> MatrixSettings:
         """The ``matrix`` record of the runtime's current settings: a ``/reload`` changes the allowlist, the
         owner, the group mode and typing at once (the rest needs a restart: config/reloadable.py)."""
-        current = self.runtime.settings
-        if self._config is None or self._config[0] is not current:
-            self._config = (current, MatrixConfig.from_settings(current))
-        return self._config[1]
+        return self.runtime.settings.matrix
 
     def problem(self) -> str | None:
-        problem = self.config.problem
+        problem = MatrixLogin.of(self.config).problem
         return f"matrix: cannot log in: {problem}" if problem else None
 
     def known_error(self, err: Exception) -> str | None:
@@ -110,7 +106,7 @@ class MatrixService(ChannelService):
                 "matrix.allowed is empty: the bot answers no one and joins no room. Add your Matrix id: "
                 'config set matrix.allowed ["@you:example.org"]'
             )
-        log.info("matrix: serving %s on %s for %s", client.user_id, self.config.homeserver, list(self.config.allowed))
+        log.info("matrix: serving %s on %s for %s", client.user_id, client.homeserver, list(self.config.allowed))
         reader.replay()
         await self.join_jobs_sending(
             self.notices,

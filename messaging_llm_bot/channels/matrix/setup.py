@@ -50,10 +50,9 @@ class MatrixSteps(OptInSteps):
 
         def tried(password: str) -> Tried:
             from assistant_framework.config.settings import Settings
-            from messaging_llm_bot.channels.matrix.settings import MatrixConfig
 
             section = {"enabled": True, "homeserver": homeserver, "user_id": account, "password_env": env}
-            found = asyncio.run(probe(MatrixConfig.from_settings(Settings.from_config({"matrix": section}))))
+            found = asyncio.run(probe(Settings.from_config({"matrix": section}).matrix))
             return Tried(
                 (f"{homeserver} takes the login of {account}.",), "" if found.logged_in else found.problem or "no login"
             )

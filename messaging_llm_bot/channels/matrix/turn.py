@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from assistant_framework.config.settings import MatrixSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
@@ -30,7 +31,7 @@ from messaging_llm_bot.channels.matrix.format import (
 )
 from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, typing
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
-from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of
+from messaging_llm_bot.channels.matrix.settings import address_of
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
 from messaging_llm_bot.conversation.media_in import attachment_input
@@ -50,14 +51,14 @@ class TurnRunner(ItemTurns):
     """Runs turns for the Matrix channel; one per running channel."""
 
     def __init__(
-        self, runtime: Runtime, inbox: Inbox, channel: MatrixChannel, config: Callable[[], MatrixConfig]
+        self, runtime: Runtime, inbox: Inbox, channel: MatrixChannel, config: Callable[[], MatrixSettings]
     ) -> None:
         super().__init__(runtime, inbox, "matrix")  # the turns running, the pool, the chat's flags, busy modes
         self.platform = channel
         self._config = config
 
     @property
-    def config(self) -> MatrixConfig:
+    def config(self) -> MatrixSettings:
         return self._config()
 
     def message_of(self, item: InboxItem) -> MatrixMessage | None:
@@ -80,7 +81,7 @@ class TurnRunner(ItemTurns):
                 self.platform,
                 msg.address,
                 item.item_id,
-                interval=self.config.edit_interval,
+                interval=self.config.edit_interval_seconds,
                 on_message=lambda _id: self._live_sent(item),
             )
             shows.start()

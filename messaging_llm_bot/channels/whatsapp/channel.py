@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+from assistant_framework.config.settings import WhatsAppSettings
 from messaging_llm_bot.channels.contract import (
     Address,
     Capabilities,
@@ -35,7 +36,6 @@ from messaging_llm_bot.channels.whatsapp.graph import (
     TemplateMessage,
     TextMessage,
 )
-from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
 from messaging_llm_bot.conversation.markup import plain_parts
@@ -85,7 +85,7 @@ class WhatsAppChannel:
         self,
         client: GraphClient,
         window: ServiceWindow,
-        config: Callable[[], WhatsAppConfig],
+        config: Callable[[], WhatsAppSettings],
         questions: OpenQuestions | None = None,
     ) -> None:
         self.client = client
@@ -111,15 +111,15 @@ class WhatsAppChannel:
         await self.client.close()
 
     def _template(self, number: str, text: str) -> TemplateMessage:
-        config = self._config()
-        if not config.template:
+        template = self._config().template
+        if not template.name:
             raise OutsideWindow(f"more than 24 hours since {number}'s last message and no whatsapp.template")
         return {
             "to": number,
             "type": "template",
             "template": {
-                "name": config.template,
-                "language": {"code": config.template_language},
+                "name": template.name,
+                "language": {"code": template.language},
                 "components": [{"type": "body", "parameters": [{"type": "text", "text": text}]}],
             },
         }

@@ -4,6 +4,7 @@ allowlist is set, and a template is set for messages outside the 24-hour window.
 
 from __future__ import annotations
 
+from assistant_framework.config.settings import WhatsAppSettings
 from assistant_framework.hints import CLI
 from messaging_llm_bot.channels.doctor import (
     FAIL,
@@ -17,7 +18,7 @@ from messaging_llm_bot.channels.doctor import (
     verdict,
 )
 from messaging_llm_bot.channels.whatsapp.probe import probe_number, verify_webhook
-from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig
+from messaging_llm_bot.channels.whatsapp.settings import WhatsAppSecrets
 
 DOCS = "docs/whatsapp.md"
 WEBHOOK = Handshake(
@@ -35,26 +36,28 @@ def checks(ctx: Context) -> list[Check]:
     settings = ctx.settings
     if not settings.whatsapp.enabled:
         return []
-    config = WhatsAppConfig.from_settings(settings)
+    config = settings.whatsapp
+    secrets = WhatsAppSecrets.of(config)
     fix = f"`{CLI} config set whatsapp.allowed '[\"+491701234567\"]'`"
-    owner = f"+{config.owner}"
+    owner = f"+{config.owner_id}"
     lines = [
         allowlist_check(
             "whatsapp allowlist", config.allowed, owner, "whatsapp.allowed is empty: the assistant answers no one", fix
         )
     ]
-    if config.problem:
-        return [*lines, Check("whatsapp secrets", FAIL, config.problem, f"set them as {DOCS} says")]
+    if secrets.problem:
+        return [*lines, Check("whatsapp secrets", FAIL, secrets.problem, f"set them as {DOCS} says")]
+    hook = config.webhook
     lines += [
-        _token(config),
+        _token(config, secrets.access_token),
         WEBHOOK.check(
-            local_url(config.listen, config.port, config.path),
-            config.port,
+            local_url(hook.listen, hook.port, hook.path),
+            hook.port,
             lambda url: verify_webhook(url, config.verify_token),
         ),
     ]
-    if config.template:
-        return [*lines, Check("whatsapp template", OK, f"outside the 24-hour window: {config.template}")]
+    if config.template.name:
+        return [*lines, Check("whatsapp template", OK, f"outside the 24-hour window: {config.template.name}")]
     return [
         *lines,
         Check(
@@ -67,8 +70,8 @@ def checks(ctx: Context) -> list[Check]:
     ]
 
 
-def _token(config: WhatsAppConfig) -> Check:
-    reached = probe_number(config.base_url, config.phone_number_id, config.access_token)
+def _token(config: WhatsAppSettings, access_token: str) -> Check:
+    reached = probe_number(config.base_url, config.phone_number_id, access_token)
     fix = "make a new system user token" if reached.code == 190 else "check whatsapp.phone_number_id and base_url"
     ok = f"the token reaches the number {reached.number} (id {config.phone_number_id})"
     return verdict("whatsapp token", reached.problem, ok, f"{fix} ({DOCS})")

@@ -13,11 +13,12 @@ import functools
 import logging
 from typing import Any, Protocol
 
+from assistant_framework.config.settings import WhatsAppSettings
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.whatsapp.channel import WhatsAppChannel
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, messages_of
-from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, conversation_of
+from messaging_llm_bot.channels.whatsapp.settings import conversation_of
 from messaging_llm_bot.channels.whatsapp.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
@@ -41,7 +42,7 @@ class IntakeHost(Protocol):
     storage: StorageOutage
 
     @property
-    def config(self) -> WhatsAppConfig: ...
+    def config(self) -> WhatsAppSettings: ...
 
     @property
     def stopping(self) -> bool: ...

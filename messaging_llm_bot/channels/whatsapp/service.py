@@ -14,7 +14,7 @@ import logging
 import signal
 from collections.abc import Sequence
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import WhatsAppSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
@@ -22,7 +22,7 @@ from messaging_llm_bot.channels.whatsapp.channel import OutsideWindow, WhatsAppC
 from messaging_llm_bot.channels.whatsapp.graph import GraphClient, GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.intake import Intake
 from messaging_llm_bot.channels.whatsapp.message import message_of_payload
-from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppConfig, conversation_of, number_of
+from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppSecrets, conversation_of, number_of
 from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
 from messaging_llm_bot.channels.whatsapp.webhook import Webhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
@@ -47,27 +47,37 @@ class WhatsAppService(ChannelService):
     ) -> None:
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.webhook: Webhook | None = None
-        self._config: tuple[Settings, WhatsAppConfig] | None = None
+        self._secrets: tuple[WhatsAppSettings, WhatsAppSecrets] | None = None
         self.inbox: Inbox
         self.channel: WhatsAppChannel
         self.turns: TurnRunner
 
     @property
-    def config(self) -> WhatsAppConfig:
+    def config(self) -> WhatsAppSettings:
         """The ``whatsapp`` record of the runtime's current settings: a ``/reload`` changes the allowlist, the
         owner, the template and typing at once (the rest needs a restart: config/reloadable.py)."""
-        current = self.runtime.settings
-        if self._config is None or self._config[0] is not current:
-            self._config = (current, WhatsAppConfig.from_settings(current))
-        return self._config[1]
+        return self.runtime.settings.whatsapp
+
+    @property
+    def secrets(self) -> WhatsAppSecrets:
+        """The secrets the current record names, read from the environment once per load or ``/reload``."""
+        current = self.config
+        if self._secrets is None or self._secrets[0] is not current:
+            self._secrets = (current, WhatsAppSecrets.of(current))
+        return self._secrets[1]
+
+    @property
+    def timezone(self) -> str:
+        return self.runtime.settings.runtime.timezone
 
     def problem(self) -> str | None:
-        problem = self.config.problem
+        problem = self.secrets.problem
         return f"whatsapp: cannot start: {problem}" if problem else None
 
     def known_error(self, err: Exception) -> str | None:
         if isinstance(err, OSError):
-            return f"whatsapp: the webhook cannot listen on {self.config.listen}:{self.config.port}: {err}"
+            hook = self.config.webhook
+            return f"whatsapp: the webhook cannot listen on {hook.listen}:{hook.port}: {err}"
         return None
 
     async def serve(self) -> None:
@@ -76,26 +86,26 @@ class WhatsAppService(ChannelService):
         config = self.config
         self.inbox = await asyncio.to_thread(Inbox, workspace)
         window = await asyncio.to_thread(ServiceWindow, workspace)
-        client = GraphClient(config.base_url, config.phone_number_id, config.access_token)
+        client = GraphClient(config.base_url, config.phone_number_id, self.secrets.access_token)
         self.channel = WhatsAppChannel(client, window, lambda: self.config)
         self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         intake = Intake(self)
         await intake.strangers.load()
-        self.webhook = Webhook(lambda: self.config, intake.take)
+        self.webhook = Webhook(lambda: self.config, lambda: self.secrets.app_secret, intake.take)
         self.webhook.start()
         if not config.allowed:
             log.warning(
                 "whatsapp.allowed is empty: the bot answers no one. Add your number: "
                 'config set whatsapp.allowed ["+491701234567"]'
             )
-        log.info("whatsapp: serving the webhook on %s for %s", self.webhook.url, [f"+{n}" for n in config.allowed])
+        log.info("whatsapp: serving the webhook on %s for %s", self.webhook.url, [f"+{n}" for n in config.allowed_ids])
         # What the last run left: job runs and the notices that wait, then messages oldest first.
         intake.intake.replay(PREFIX, self._sent_by_owner, notices_first=True)
         await self._join_jobs(loop, intake)
         self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text))
 
     async def _join_jobs(self, loop: asyncio.AbstractEventLoop, intake: Intake) -> None:
-        digest = owner_digest(self.config.morning_digest, self.config.timezone, self.morning_digest)
+        digest = owner_digest(self.config.morning_digest, self.timezone, self.morning_digest)
         await self.join_jobs(
             ChannelJobs(
                 loop,
@@ -104,7 +114,7 @@ class WhatsAppService(ChannelService):
                 start=intake.intake.start_job,
                 send_reminder=self.send_reminder,
                 digest=digest,
-                ask_owner=self.channel.approvals.owner_approver(lambda: self.config.owner, loop),
+                ask_owner=self.channel.approvals.owner_approver(lambda: self.config.owner_id, loop),
             )
         )
 
@@ -124,7 +134,7 @@ class WhatsAppService(ChannelService):
     # -- jobs, reminders, notices -------------------------------------------------------
 
     def owner_conversation(self, job: Job) -> str | None:
-        owner = self.config.owner
+        owner = self.config.owner_id
         return conversation_of(owner) if owner else None
 
     async def send_reminder(self, chat_id: object, text: str, conversation: object) -> bool:
@@ -146,7 +156,7 @@ class WhatsAppService(ChannelService):
     async def send_notice(self, text: str) -> bool:
         """A notice to the owner, through the inbox and the ledger like a reply: it goes out once, as the
         template outside the window, or waits there for the owner's next message; never lost."""
-        owner = self.config.owner
+        owner = self.config.owner_id
         if owner is None:
             log.warning("whatsapp: a notice for the owner is not sent: whatsapp.allowed is empty")
             return False
@@ -157,7 +167,7 @@ class WhatsAppService(ChannelService):
         notify_from_thread(self._loop, self.send_notice, collector_name, text)
 
     async def morning_digest(self) -> None:
-        await send_digest(self.runtime.workspace, self.config.timezone, self.send_notice)
+        await send_digest(self.runtime.workspace, self.timezone, self.send_notice)
 
 
 def run_whatsapp(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:

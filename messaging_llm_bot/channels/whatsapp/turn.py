@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from assistant_framework.config.settings import WhatsAppSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
@@ -23,7 +24,7 @@ from messaging_llm_bot.channels.whatsapp.channel import OutsideWindow, WhatsAppC
 from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES
 from messaging_llm_bot.channels.whatsapp.graph import GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, message_of_payload
-from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, number_of
+from messaging_llm_bot.channels.whatsapp.settings import number_of
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater, is_notice_item
 from messaging_llm_bot.conversation.media_in import attachment_input
@@ -53,7 +54,7 @@ class TurnRunner(ItemTurns):
     REREAD = True  # answered meanwhile: a job run handed over again, a held reply released twice
 
     def __init__(
-        self, runtime: Runtime, inbox: Inbox, channel: WhatsAppChannel, config: Callable[[], WhatsAppConfig]
+        self, runtime: Runtime, inbox: Inbox, channel: WhatsAppChannel, config: Callable[[], WhatsAppSettings]
     ) -> None:
         super().__init__(runtime, inbox, "whatsapp")  # the turns running, the pool, the chat's flags, busy modes
         self.platform = channel
@@ -61,7 +62,7 @@ class TurnRunner(ItemTurns):
         self.held: dict[str, str] = {}  # item id -> conversation: replies waiting for the window to open
 
     @property
-    def config(self) -> WhatsAppConfig:
+    def config(self) -> WhatsAppSettings:
         return self._config()
 
     async def answer_message(self, item: InboxItem) -> None:
@@ -181,7 +182,7 @@ class TurnRunner(ItemTurns):
 
     async def tell_held(self, to: Address, conversation_id: str) -> None:
         """After held messages went out: how to get them on time, once per chat (and only without a template)."""
-        if self.config.template:
+        if self.config.template.name:
             return
         if await asyncio.to_thread(self.flags.first_time, conversation_id, HELD_FLAG):
             await self.say(to, HELD_TEXT)

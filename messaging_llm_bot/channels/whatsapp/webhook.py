@@ -21,10 +21,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from assistant_framework.config.settings import WhatsAppSettings
 from assistant_framework.hooks.auth import SIGNATURE_HEADER, signature_of
 from assistant_framework.serve.clients import PerMinute
 from messaging_llm_bot.channels.listener import PlainHandler, WebhookListener
-from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def signed(app_secret: str, body: bytes, header: str | None) -> bool:
     return hmac.compare_digest(header.strip().encode("utf-8"), expected)
 
 
-def verified(config: WhatsAppConfig, mode: str | None, token: str | None) -> bool:
+def verified(config: WhatsAppSettings, mode: str | None, token: str | None) -> bool:
     """The handshake's mode and verify token are right (constant time)."""
     if mode != "subscribe" or not token or not config.verify_token:
         return False
@@ -74,7 +74,7 @@ class WebhookHandler(PlainHandler):
     async def post(self) -> None:
         webhook = self.webhook
         body = self.request.body or b""
-        if not signed(webhook.config().app_secret, body, self.request.headers.get(SIGNATURE_HEADER)):
+        if not signed(webhook.app_secret(), body, self.request.headers.get(SIGNATURE_HEADER)):
             if not webhook.bad.allow("bad"):
                 self.set_header("Retry-After", "60")
                 self._answer(429, "too many wrong signatures lately")
@@ -100,10 +100,11 @@ class WebhookHandler(PlainHandler):
 class Webhook(WebhookListener):
     """The listener (channels/listener.py) with the channel's config and its part (``Take``)."""
 
-    def __init__(self, config: Callable[[], WhatsAppConfig], take: Take) -> None:
+    def __init__(self, config: Callable[[], WhatsAppSettings], app_secret: Callable[[], str], take: Take) -> None:
         self.config = config
+        self.app_secret = app_secret
         self.take = take
-        first = config()
+        first = config().webhook
         super().__init__(first.listen, first.port, first.path, WebhookHandler, {"webhook": self}, first.max_body_bytes)
         self.per_minute = PerMinute(first.per_minute)
         self.bad = PerMinute(BAD_PER_MINUTE)
