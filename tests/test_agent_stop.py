@@ -115,29 +115,28 @@ def test_a_stop_ends_only_the_running_turn_not_the_ones_waiting(bot_config, work
 def test_ctrl_c_in_the_terminal_chat_stops_the_turn_and_the_chat_goes_on(
     bot_config, workspace, chat_server, tmp_path, ctrl_c
 ):
-    from messaging_llm_bot.channels.console import chat as console
+    from messaging_llm_bot.channels.console.chat import run_console
 
     bot_config["llm"]["stream"] = True
     chat_server.enqueue({"content": json.dumps({"reply": WORDS}), "delay": 1.0})
     runtime = make_runtime(bot_config, workspace, tmp_path)
     try:
-        inbox = Inbox(workspace)
         main = threading.get_ident()
 
         def ctrl_c_while_it_thinks() -> None:
             # On the request's arrival, not after a fixed time: under load the turn may start late.
             if chat_server.wait_for_requests(1, timeout=30, path="/chat/completions"):
+                chat_server.enqueue('{"reply": "still here"}')
                 signal.pthread_kill(main, signal.SIGINT)
 
         threading.Thread(target=ctrl_c_while_it_thinks, daemon=True).start()
-        progress = _Lines()
-        reply, item_id = console.answer_stoppably(runtime, inbox, "tell me a long story", progress=progress)
-        assert reply.startswith("⏹ Stopped.") and "word1" not in reply
-        assert "stopping" in progress.text
-        inbox.complete(item_id)
-        assert inbox.pending() == []  # answered (stopped): not asked again at the next start
-        chat_server.enqueue('{"reply": "still here"}')
-        assert console.answer_stoppably(runtime, inbox, "hello?", progress=progress)[0].startswith("still here")
+        out, err = _Lines(), _Lines()
+        assert run_console(runtime, _Tty(["tell me a long story\n", "hello?\n"]), out, err) == 0
+        first, second = out.text.split("you> ")[1:3]
+        assert first.startswith("⏹ Stopped.") and "word1" not in first
+        assert "stopping" in err.text
+        assert second.startswith("still here")  # the chat went on
+        assert Inbox(workspace).pending() == []  # answered (stopped): not asked again at the next start
     finally:
         runtime.shutdown(5)
 
@@ -154,21 +153,36 @@ class _Lines:
         pass
 
 
+class _Tty:
+    """Lines typed at a terminal."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = list(lines)
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.lines.pop(0) if self.lines else ""
+
+
 def test_sigterm_still_leaves_the_terminal_chat_at_once(bot_config, workspace, chat_server, tmp_path):
-    import pytest
+    from messaging_llm_bot.channels.console.chat import run_console
 
-    from messaging_llm_bot.channels.console import chat as console
-
-    chat_server.enqueue({"content": '{"reply": "late"}', "delay": 1.0})
+    chat_server.enqueue({"content": '{"reply": "late"}', "delay": 5.0})
     runtime = make_runtime(bot_config, workspace, tmp_path)
-    previous = signal.signal(signal.SIGTERM, console._interrupt)
     try:
-        threading.Timer(0.15, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()
-        with pytest.raises(KeyboardInterrupt):
-            console.answer_stoppably(runtime, Inbox(workspace), "hi", progress=_Lines())
-        assert len(Inbox(workspace).pending()) == 1  # the message stays for the next start
+
+        def sigterm_while_it_thinks() -> None:
+            if chat_server.wait_for_requests(1, timeout=30, path="/chat/completions"):
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=sigterm_while_it_thinks, daemon=True).start()
+        out = _Lines()
+        assert run_console(runtime, _Tty(["hi\n", "never read\n"]), out, _Lines()) == 0  # left, not waited for
+        assert "late" not in out.text
+        assert [item.payload["text"] for item in Inbox(workspace).pending()] == ["hi"]  # stays for the next start
     finally:
-        signal.signal(signal.SIGTERM, previous)
         runtime.shutdown(5)
 
 

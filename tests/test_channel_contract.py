@@ -99,7 +99,7 @@ def _signal() -> tuple[Capabilities, Callable[[str], list[str]]]:
 
 
 def _console() -> tuple[Capabilities, Callable[[str], list[str]]]:
-    from messaging_llm_bot.channels.console.chat import CAPABILITIES
+    from messaging_llm_bot.channels.console.service import CAPABILITIES
 
     return CAPABILITIES, lambda text: [terminal_text(text)]
 
@@ -1566,7 +1566,7 @@ def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> _BusyCha
     import threading
 
     from messaging_llm_bot.channels.console.chat import run_console
-    from messaging_llm_bot.channels.console.meanwhile import JOINED_TEXT
+    from messaging_llm_bot.channels.console.service import JOINED_TEXT
     from tests.telegram_harness import make_runtime
 
     config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}

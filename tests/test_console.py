@@ -150,22 +150,26 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
 
 
 def test_the_terminal_shows_the_reply_as_every_frontend_builds_it(tmp_path, chat_server, test_skills_dir):
+    import io
+
     from assistant_framework.media.files_out import FileSender
     from messaging_llm_bot.agent.turn import reply_text
-    from messaging_llm_bot.channels.console import chat as console
+    from messaging_llm_bot.channels.console.chat import run_console
 
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir, reply_footer=True)
     runtime = build_runtime(config, tmp_path / "ws")
     try:
         chat_server.enqueue('{"reply": "Hi."}', '{"reply": "Hi."}')
-        shown = console.answer(runtime, "hello")
+        out = io.StringIO()
+        assert run_console(runtime, io.StringIO("hello\n"), out, io.StringIO()) == 0
+        shown = out.getvalue().removesuffix("\n\n")
         assert shown.startswith("Hi.\n\n_— ") and shown.endswith("_") and " 1 round · " in shown
         # A chat that takes files, as the terminal does: the same tools offered (send_file), the same prompt.
         files = FileSender(runtime.workspace, "other", lambda one: "shown", 1 << 40)
         again = runtime.agent.handle(Incoming("other", "hello", send_file=files))
         assert reply_text(again).split(" · ")[:3] == shown.split(" · ")[:3]  # the same text, but for the time
     finally:
-        runtime.shutdown(timeout=5)
+        runtime.shutdown(5)
 
 
 def test_command_texts(bot_config, workspace):

@@ -64,13 +64,16 @@ def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_ser
 
 
 def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, screen):
-    """The terminal chat's part of the process's one scheduler (console/jobs.py), as the chat starts it."""
-    from assistant_framework.inbox import Inbox
-    from messaging_llm_bot.channels.console.jobs import ConsoleJobs
+    """The terminal chat's channel (console/service.py) as the chat starts it at a terminal, with no one typing:
+    it joins the process's one scheduler, and prints what comes on ``screen``."""
+    import io
+
+    from messaging_llm_bot.channels.console.service import ConsoleService, Terminal
     from tests.telegram_harness import make_runtime
 
     runtime = make_runtime(bot_config, workspace, tmp_path)
-    jobs = ConsoleJobs(runtime, Inbox(workspace), screen, "console", reminder_poll_seconds=0.2)
+    jobs = ConsoleService(runtime, Terminal(io.StringIO(), io.StringIO(), io.StringIO(), screen))
+    jobs.reminder_poll_seconds = 0.2
     jobs.start()
     return runtime, jobs
 
@@ -97,7 +100,7 @@ def test_console_reminders_deliver_only_this_chats_due_reminders(bot_config, wor
     try:
         wait_until(lambda: _statuses(store)["due"] == "delivered", what="the due reminder printed")
     finally:
-        jobs.stop()
+        jobs.stop(10)
         runtime.shutdown(5)
     assert out.getvalue().count("⏰ due") == 1 and "later" not in out.getvalue()
     assert _statuses(store) == {"due": "delivered", "later": "pending", "telegram's": "pending"}
@@ -219,8 +222,8 @@ def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_uns
         screen.after_prompt()
         screen.before_prompt()
         wait_until(lambda: screen._waiting, timeout=15, what="the next reminder waiting for a gap")
-        jobs.stop()  # the chat ends while the reminder waits
+        jobs.stop(10)  # the chat ends while the reminder waits
     finally:
-        jobs.stop()
+        jobs.stop(10)
         runtime.shutdown(5)
     assert _statuses(store)["drink water"] == "pending"  # shown at the next start

@@ -8,8 +8,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "busy-console-never-reads-meanwhile",
         f"{BOT}/channels/console/chat.py",
-        "                meanwhile.poll()",
-        "                pass",
+        "            elif interactive and not ended and line_ready(service.term.stdin):",
+        "            elif False:",
         "busy modes do nothing in the terminal chat: a line typed while it answers waits its turn",
         BUSY_KIT,
     ),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -91,11 +91,13 @@ class RunningTurn(Generic[T]):
 
 
 class BusyTurns(Generic[T]):
-    """The turns running in one channel's chats, to which a new message may be added (thread-safe)."""
+    """The turns running in one channel's chats, to which a new message may be added (thread-safe). ``joined``
+    is called with each message added (the terminal says so on stderr)."""
 
-    def __init__(self) -> None:
+    def __init__(self, joined: Callable[[T], None] = lambda _item: None) -> None:
         self._running: dict[str, RunningTurn[T]] = {}
         self._lock = threading.Lock()
+        self._joined = joined
 
     def started(self, conversation_id: str, user_id: int | str | None) -> RunningTurn[T]:
         """A turn of ``user_id`` starts in ``conversation_id``."""
@@ -176,6 +178,7 @@ class BusyTurns(Generic[T]):
             if handle is None:
                 return False
             turn.offered.append((item, handle))
+        self._joined(item)
         return True
 
 

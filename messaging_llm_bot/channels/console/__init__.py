@@ -1,1 +1,1 @@
-"""The terminal chat: chat.py (the loop), extras.py (the screen, notices), jobs.py (its scheduled jobs)."""
+"""The terminal chat: chat.py (the main thread: prompt, Ctrl-C), service.py (the channel), extras.py (the screen)."""

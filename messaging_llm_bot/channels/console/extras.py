@@ -1,5 +1,6 @@
-"""The interactive terminal chat's comforts: line editing and history (readline), the chat's own messages
-printed between the user's lines (``Screen``: job replies and reminders, console/jobs.py)."""
+"""The interactive terminal chat's comforts: line editing and history (readline), the answer printed as it
+streams (``LiveReply``), the chat's own messages printed between the user's lines (``Screen``: job replies,
+reminders, notices, questions; console/service.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from assistant_framework.workspace.private import make_private_dirs, private_file
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +170,16 @@ class Screen:
             self._waiting.append(waiting)
         waiting.done.wait()
         return waiting.printed
+
+    def ask(self, question: str) -> bool:
+        """Print a question the owner answers by the next line: at once while an answer is written (the answer
+        typed after it), else as ``show`` prints (answered at the prompt). False when the chat ended first."""
+        with self._lock:
+            if not (self._at_prompt or self._closed):
+                self.out.write(f"\n{question} ")
+                self.out.flush()
+                return True
+        return self.show(question)
 
     def _typing(self) -> bool:
         try:

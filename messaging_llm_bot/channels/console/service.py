@@ -1,0 +1,300 @@
+"""The terminal chat's service: conversation/service.py's ``ChannelService`` on a thread of its own, as the main
+thread is the terminal's (chat.py). Typed messages and what a crash left go through conversation/intake.py's
+``ChannelIntake`` (stored in the durable inbox, joined to the answer being written by the busy mode, or queued)
+and conversation/item_turns.py's flow (the reply made once, recorded, printed, the items completed), commands in
+the same queue. At a terminal it joins the process's one scheduler: job runs, reminders and notices (collectors',
+the spending caps') printed between the user's lines (extras.Screen; one not printed before the chat ends stays
+in the inbox or due), and a confirmation asked at the prompt ([y/N]), for its own turns and for a served
+client's ``approve_in_chat``. A scripted (piped) chat runs no jobs and confirms nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.media.files_out import FileToSend
+from messaging_llm_bot.agent.guard import ApprovalRequest
+from messaging_llm_bot.agent.turn import AgentEvent
+from messaging_llm_bot.channels.console.extras import LiveReply, Screen
+from messaging_llm_bot.channels.contract import Capabilities
+from messaging_llm_bot.conversation.approvals import ALLOWANCE, Answer, ReplyApprovals
+from messaging_llm_bot.conversation.busy import BusyTurns
+from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.chattasks import ChatTasks
+from messaging_llm_bot.conversation.commands import run_command, unknown_command_text
+from messaging_llm_bot.conversation.delivery import DeliveryError
+from messaging_llm_bot.conversation.files_out import file_sender
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, left_by_last_run
+from messaging_llm_bot.conversation.item_turns import ItemTurns, is_notice_item
+from messaging_llm_bot.conversation.job_router import ChannelJobs
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.markup import terminal_text
+from messaging_llm_bot.conversation.notices import notify_from_thread
+from messaging_llm_bot.conversation.reminders import POLL_SECONDS
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.service import ChannelService
+from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop
+from messaging_llm_bot.conversation.turn import TurnRequest
+
+CHAT = "console"  # the one conversation: its queue, its inbox items and its route (conversation/routes.py)
+USER = "owner"  # its one user (the agent lets only a turn's sender steer it)
+#: What the terminal chat can do (channels/contract.py): one reader, text only, the answer printed as it
+#: streams (appended, never edited), a reply printed whole (a bound, not a platform limit), approvals typed y/n.
+#: A file "sent" to the terminal is its path printed: nothing is copied, so no size bound beyond the workspace's.
+CAPABILITIES = Capabilities(
+    max_message_length=1_000_000, length_unit="chars", media_out=frozenset({"file"}), max_file_bytes=1 << 40
+)
+JOINED_TEXT = "… added to the answer in progress"
+FINISH_SECONDS = 2.0  # at the chat's end, for a job run being finished (a turn still running is cut off)
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """The chat's streams; ``screen`` at a terminal (None: a scripted chat)."""
+
+    stdin: TextIO
+    stdout: TextIO
+    stderr: TextIO
+    screen: Screen | None = None
+
+
+def progress_line(event: AgentEvent) -> str | None:
+    """A short stderr line for a progress event, or None for events not worth showing."""
+    if event.kind == "thinking":
+        return f"… thinking (round {event.data.get('round')})"
+    if event.kind == "skill_call":
+        return f"… running skill {event.data.get('skill')}"
+    if event.kind == "skill_result" and not event.data.get("ok"):
+        return f"… skill {event.data.get('skill')} failed: {event.data.get('summary')}"
+    return None
+
+
+class ConsoleTurns(ItemTurns):
+    """The terminal chat's turns: a typed message's reply printed as a block (the reply, an empty line); a job
+    run's, a notice's between the user's lines. Each printed once: the ledger records it."""
+
+    REREAD = True  # a job run handed over again may have been answered meanwhile
+
+    def __init__(self, service: ConsoleService) -> None:
+        super().__init__(service.runtime, service.inbox, CHAT)
+        self.service, self.term = service, service.term
+        self.busy = BusyTurns(lambda _item: print(JOINED_TEXT, file=self.term.stderr, flush=True))
+
+    async def answer_message(self, item: InboxItem) -> None:
+        reply, merged, live = item.reply, list(item.merged), None  # a replay's merged (busy modes): from the ledger
+        later: list[InboxItem] = []
+        if reply is None:
+            text = str(item.payload.get("text", ""))
+            live = LiveReply(self.term.stdout) if self.term.screen is not None else None
+            produce = functools.partial(self._produce, item, text, live)
+            reply, merged, later = await self.make_reply(item, USER, not text.startswith("/"), produce)
+        if await self.deliver(item, live.rest(reply) if live is not None else reply):
+            await self.finish(item, merged, later)
+
+    async def _produce(self, item: InboxItem, text: str, live: LiveReply | None) -> str:
+        loop = asyncio.get_running_loop()
+        send_file = file_sender(
+            self.runtime.workspace, item.item_id, loop, self._show_file, CAPABILITIES.max_file_bytes
+        )
+        request = TurnRequest(CHAT, text, CHAT, USER, None, True, True, send_file=send_file)
+        return await self.ask_agent(
+            request, approve=self.service.approver, on_event=functools.partial(self._event, live)
+        )
+
+    def _event(self, live: LiveReply | None, event: AgentEvent) -> None:
+        """The answer as it streams, and progress on stderr (at a terminal; from the turn's worker thread)."""
+        if live is None:
+            return
+        if event.kind == "delta":
+            live.delta(str(event.data.get("text", "")))
+        elif line := progress_line(event):
+            print(line, file=self.term.stderr, flush=True)
+
+    async def _show_file(self, one: FileToSend) -> str:
+        # The terminal is on the workspace's machine: the file is where it is, its path is what to show.
+        caption = f" ({one.caption})" if one.caption else ""
+        print(f"📎 {one.path}{caption}", file=self.term.stderr, flush=True)
+        return str(one.path)
+
+    async def deliver(self, item: InboxItem, text: str) -> bool:
+        """Print a reply once (not again when the ledger shows it printed before a crash): a typed message's at
+        once, a job run's or a notice's between the user's lines; False when the chat ended first (it stays)."""
+        if await asyncio.to_thread(self.inbox.parts_sent, item.item_id) > 0:
+            return True
+        if not (is_job_item(item) or is_notice_item(item)):
+            print(text.rstrip("\n") + "\n", file=self.term.stdout, flush=True)
+        elif not await self.service.show(terminal_text(text)):  # a reply's Markdown as the terminal shows it
+            return False
+        await self.record_part(item.item_id, 0, time.time_ns() // 1_000_000)  # when it was shown
+        return True
+
+    async def answer_job(self, item: InboxItem) -> None:
+        await self.run_job(item, USER, functools.partial(self.deliver, item), self.service.tell)
+
+
+class ConsoleService(ChannelService):
+    """The terminal chat's channel: ``start()`` serves on a thread of its own, ``submit`` hands it a typed line."""
+
+    NAME, TITLE = "console", "the terminal chat"
+    LOCK_FILE, LOCK_WHO = "state/console.lock", "chat: another terminal chat"
+
+    def __init__(self, runtime: Runtime, term: Terminal) -> None:
+        super().__init__(runtime, manage_runtime=False)  # the CLI shuts the runtime down, with its own bound
+        self.shutdown.timeout = FINISH_SECONDS  # leaving is at once: a run cut off is made at the next start
+        self.term = term
+        self.reminder_poll_seconds = POLL_SECONDS
+        # Job runs and notices, one at a time beside the typed turns (the prompt waits only for these).
+        self.side = ChatTasks(ChatQueues(self.NAME, lambda: 1, lambda: max_pending(runtime.settings)), self.NAME)
+        self.asked = threading.Event()  # a question is shown: the owner's next line answers it
+        self._asking = asyncio.Lock()  # one question at a time
+        self._taking = asyncio.Lock()  # typed lines taken in the order typed
+        offer = f"(c: allow for this conversation: {ALLOWANCE}) [y/N/c]"
+        self.approvals = ReplyApprovals(self.NAME, self._ask, how_to_answer="[y/N]", how_to_answer_or_allow=offer)
+        self.inbox: Inbox
+        self.turns: ConsoleTurns
+        self.intake: ChannelIntake
+        self.approver: Callable[[ApprovalRequest], Answer] | None = None
+
+    def start(self) -> None:
+        """Serve on a thread of its own; returns once it serves (or failed: ``stopped`` is set)."""
+        self._loop = loop = asyncio.new_event_loop()
+
+        def serve() -> None:
+            try:
+                run_own_loop(loop, self._main(), self.NAME, self.TITLE)
+            finally:
+                self.ready.set()
+                self.stopped.set()
+
+        threading.Thread(target=serve, name=self.NAME, daemon=True).start()
+        self.ready.wait()
+
+    def leave_now(self) -> None:
+        """Leave while a turn runs (a second Ctrl-C, SIGTERM): it is cut off, its message stays in the inbox."""
+
+        def cut_off() -> None:
+            self.begin_shutdown()
+            self.begin_shutdown()  # the second: the turn running is cancelled at once
+
+        request_stop(self._loop, cut_off, self.stopped, 10)
+
+    async def serve(self) -> None:
+        self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
+        self.turns = self.shutdown.turns = ConsoleTurns(self)
+        # A message the inbox cannot store is held (the chat told once) and stored again after a pause.
+        self.intake = ChannelIntake(
+            self.turns, self.queues, self.tasks, self.storage, wait=self.sleep, stopping=lambda: self.stopping
+        )
+        loop = asyncio.get_running_loop()
+        if self.term.screen is not None:  # only a person can confirm: a scripted chat's "ask" calls are refused
+            self.approver = self.approvals.questions.approver(self._ask_one, loop, "the terminal")
+        jobs, messages = left_by_last_run(self.inbox, CHAT, self.NAME)
+        for item in messages:
+            text = str(item.payload.get("text", ""))[:80]
+            print(f"(answering a message left unanswered by the last run: {text!r})", file=self.term.stderr, flush=True)
+            self.tasks.spawn(CHAT, self.turns.answer(item), owner=True, exempt=True)
+        if self.term.screen is None:
+            return  # scripted: no jobs, notices or questions
+        for item in jobs:
+            self.start_job(item)
+        await self.join_jobs(
+            ChannelJobs(
+                loop,
+                self.inbox,
+                owner_conversation=lambda job: CHAT,
+                start=self.start_job,
+                send_reminder=lambda chat, text, conversation: self.show(terminal_text(text)),
+                reminder_poll_seconds=self.reminder_poll_seconds,
+                ask_owner=self.approver,
+            )
+        )
+        send = functools.partial(self.turns.queue_notice, self.side, CHAT)
+        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, send, name, text))
+
+    def start_job(self, item: InboxItem) -> None:
+        """Answer a run's item beside the typed turns; one at a time, in the order offered, each once."""
+        self.side.spawn_once(item.item_id, CHAT, lambda: self.turns.answer(item))
+
+    async def show(self, text: str) -> bool:
+        """Print ``text`` between the user's lines; False when the chat ended first."""
+        return self.term.screen is not None and await asyncio.to_thread(self.term.screen.show, text)
+
+    async def tell(self, text: str) -> None:
+        await self.show(terminal_text(text))
+
+    async def stop_taking(self) -> None:
+        if self.term.screen is not None:
+            self.term.screen.close()  # a job's reply not printed yet stays in the inbox
+        self._decline()
+
+    def _decline(self) -> None:
+        self.approvals.questions.decline_all(CHAT)
+
+    async def close(self) -> None:
+        await self.side.cancel_waiting()
+
+    # -- the main thread's calls ----------------------------------------------------------------------------
+
+    def submit(self, text: str) -> concurrent.futures.Future[None]:
+        """Take a typed line (none: ""); the future is done once the chat's queue is empty: it and all before
+        it answered."""
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(self._typed(text), self._loop)
+
+    def stop_turn(self) -> None:
+        """Stop the answer being written (Ctrl-C, /stop): a question open is declined."""
+        self.runtime.agent.stop(CHAT)
+        self.asked.clear()
+        request_stop(self._loop, self._decline)
+
+    def answer_question(self, text: str) -> bool:
+        """The owner's line answers the question shown: y (c where offered); anything else is no. False when no
+        question was open any more (the line is then a message)."""
+        self.asked.clear()
+        word = "chat" if text.strip().lower() == "c" else text
+
+        async def answer() -> bool:
+            return self.approvals.resolve(CHAT, word) or self.approvals.questions.answer(CHAT, False)
+
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(answer(), self._loop).result(10)
+
+    # -- on the loop --------------------------------------------------------------------------------------
+
+    async def _typed(self, text: str) -> None:
+        async with self._taking:
+            if text.startswith("/"):  # a command waits its turn as a message does
+                self.tasks.spawn(CHAT, self._command(text), owner=True, exempt=True)
+            elif text:
+                source = f"console:{time.time_ns()}"
+                arrival = Arrival(source, CHAT, {"text": text}, USER, True, text, source, True)
+                await self.intake.take(arrival, self._say)
+        while self.queues.pending(CHAT):
+            await asyncio.sleep(0.02)
+
+    async def _command(self, text: str) -> None:
+        reply = await asyncio.to_thread(run_command, self.runtime, CHAT, text)
+        # A command's text without its markup (no ** or escaping backslashes).
+        await self._say(terminal_text(reply) if reply is not None else unknown_command_text(text.split()[0]))
+
+    async def _say(self, text: str) -> None:
+        print(text.rstrip("\n") + "\n", file=self.term.stdout, flush=True)
+
+    async def _ask_one(self, request: ApprovalRequest) -> Answer:
+        async with self._asking:
+            return await self.approvals.ask(CHAT, request)
+
+    async def _ask(self, chat: str, question: str) -> None:
+        """Show a question: at once while an answer is written, else at the prompt between the user's lines."""
+        assert self.term.screen is not None
+        if not await asyncio.to_thread(self.term.screen.ask, question):
+            raise DeliveryError("the chat ended")
+        self.asked.set()
