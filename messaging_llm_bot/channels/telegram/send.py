@@ -1,5 +1,7 @@
 """Deliver model replies to Telegram: parts with entities, plain fallback, flood-wait and network retries; edits;
-notices, reminders and the digest in the forum topic they were set in (the chat's General once it is gone)."""
+files out (a picture under 10 MB as a photo, anything else as a document); the contract's sends for the shared
+turn (``TelegramOut``); notices, reminders and the digest in the forum topic they were set in (the chat's General
+once it is gone)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import telegram
-from telegram import MessageEntity, ReplyParameters
+from telegram import InputFile, MessageEntity, ReplyParameters
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from messaging_llm_bot.channels.telegram.format import MAX_MESSAGE_UTF16, plain_parts, render_markdown
@@ -17,6 +19,7 @@ from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optiona
 from messaging_llm_bot.channels.telegram.settings import telegram_chat_id, topic_in, topic_of
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.markup import Entity, MessagePart, fit_text
+from messaging_llm_bot.conversation.outgoing import Address, OutgoingFile, Sent, TextOut
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,9 @@ MAX_FLOOD_WAITS = 5
 _ENTITY_ERROR_HINTS = ("entit", "parse", "can't find end")
 #: How Telegram says a forum topic cannot take messages: closed, deleted, or never there.
 _TOPIC_GONE_HINTS = ("thread not found", "topic_closed", "topic_deleted", "topic_id_invalid")
+
+#: The Bot API's bound on an uploaded photo; a bigger picture goes as a document.
+MAX_PHOTO_BYTES = 10_000_000
 
 PartSentCallback = Callable[[int, int], "Awaitable[None] | None"]
 
@@ -235,3 +241,52 @@ async def send_to(bot: telegram.Bot, chat_id: str, text: str, conversation: obje
         raise DeliveryError(f"Telegram refused it: {err.cause}", for_good=refused_for_good(err)) from err
     except TelegramError as err:
         raise DeliveryError(f"Telegram refused it: {err}") from err
+
+
+def topic_number(to: Address) -> int | None:
+    """The forum topic of an ``Address`` (``message_thread_id``), None for a chat's General or no forum."""
+    return None if to.thread_id is None else int(to.thread_id)
+
+
+class TelegramOut:
+    """The contract's sends over the Bot API (conversation/chat_turns.py's ``Platform``): an ``Address`` is a
+    chat's id and its forum topic's; message ids are the Bot API's numbers, as text."""
+
+    def __init__(self, bot: telegram.Bot) -> None:
+        self.bot = bot
+
+    async def send_text(self, to: Address, text: TextOut) -> Sent:
+        """The parts from ``text.skip_parts`` on; raises ``TelegramDeliveryError`` when one cannot go."""
+
+        async def sent(index: int, message_id: int) -> None:
+            if text.on_part_sent is not None:
+                await text.on_part_sent(index, str(message_id))
+
+        reply_to = int(text.reply_to) if text.reply_to else None
+        ids = await send_markdown(
+            self.bot,
+            int(to.chat_id),
+            text.markdown,
+            reply_to_message_id=reply_to,
+            skip_parts=text.skip_parts,
+            on_part_sent=sent,
+            topic=topic_number(to),
+        )
+        return Sent(tuple(str(one) for one in ids))
+
+    async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
+        """The message shows ``markdown``'s first part, formatted; False if the edit did not land."""
+        part = render_markdown(markdown)[0]
+        chat = int(to.chat_id)
+        return await edit_text_safely(self.bot, chat, int(message_id), part.text, entities=part.entities, tries=3)
+
+    async def send_file(self, to: Address, file: OutgoingFile) -> Sent:
+        """A JPEG, PNG or WebP under 10 MB as a photo (``sendPhoto``), anything else as a document
+        (``sendDocument``); raises ``TelegramError`` when the Bot API refuses."""
+        data = await asyncio.to_thread(file.path.read_bytes)
+        upload, caption, topic = InputFile(data, filename=file.path.name), file.caption or None, topic_number(to)
+        if file.kind == "photo" and len(data) <= MAX_PHOTO_BYTES:
+            sent = await self.bot.send_photo(int(to.chat_id), upload, caption=caption, message_thread_id=topic)
+        else:
+            sent = await self.bot.send_document(int(to.chat_id), upload, caption=caption, message_thread_id=topic)
+        return Sent((str(sent.message_id),))
