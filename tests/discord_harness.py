@@ -4,44 +4,26 @@ gateway. The real bot process: tests/test_discord_bot.py."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from tests.fakes.discord_api import FakeDiscordAPI
-from tests.waiting import wait_until
+from tests.running_channel import RunningChannel, starting
 
 OWNER = "80351110224678912"
 STRANGER = "80351110224678913"
 
 
-class RunningDiscord:
+class RunningDiscord(RunningChannel):
     """A DiscordService running in a thread; ``start`` returns once the gateway's READY came."""
 
     def __init__(self, runtime: Any, discord: FakeDiscordAPI) -> None:
         from messaging_llm_bot.channels.discord.service import DiscordService
 
-        self.runtime = runtime
+        super().__init__(runtime, DiscordService(runtime), "Discord")
         self.discord = discord
-        self.service = DiscordService(runtime)
-        self.exit_code: int | None = None
-        self._thread = threading.Thread(target=self._run, name="discord-under-test", daemon=True)
-
-    def _run(self) -> None:
-        self.exit_code = self.service.run()
-
-    def start(self) -> RunningDiscord:
-        self._thread.start()
-        wait_until(lambda: self.service.ready.is_set() or self.exit_code is not None, 15, "Discord to start")
-        assert self.exit_code is None, f"it exited with {self.exit_code}"
-        return self
-
-    def stop(self, timeout: float = 20) -> int | None:
-        self.service.stop(timeout)
-        self._thread.join(timeout)
-        return self.exit_code
 
 
 def discord_config(base: dict, discord: FakeDiscordAPI, **overrides: Any) -> dict:
@@ -88,17 +70,7 @@ def start_discord(
     """Factory: ``start_discord(patch=None)`` runs the channel; every one stops after the test."""
     from tests.telegram_harness import make_runtime
 
-    running: list[RunningDiscord] = []
-
-    def run(patch: Callable[[dict], None] | None = None) -> RunningDiscord:
-        config = discord_config(bot_config, discord_api)
-        if patch:
-            patch(config)
-        bot = RunningDiscord(make_runtime(config, workspace, tmp_path), discord_api).start()
-        running.append(bot)
-        return bot
-
-    yield run
-    for bot in running:
-        if bot._thread.is_alive():
-            bot.stop()
+    yield from starting(
+        lambda: discord_config(bot_config, discord_api),
+        lambda config: RunningDiscord(make_runtime(config, workspace, tmp_path), discord_api).start(),
+    )

@@ -4,46 +4,33 @@ signed events to it. The real bot process: tests/test_slack_bot.py."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from tests.fakes.slack_api import FakeSlackAPI
-from tests.waiting import wait_until
+from tests.running_channel import RunningChannel, starting
 
 OWNER = "U0OWNER001"
 STRANGER = "U0STRANGE1"
 SECRET = "kit-signing-secret-0123456789abcdef"
 
 
-class RunningSlack:
+class RunningSlack(RunningChannel):
     """A SlackService running in a thread; ``start`` returns once its request URL listens."""
 
     def __init__(self, runtime: Any, slack: FakeSlackAPI) -> None:
         from messaging_llm_bot.channels.slack.service import SlackService
 
-        self.runtime = runtime
+        super().__init__(runtime, SlackService(runtime), "Slack")
         self.slack = slack
-        self.service = SlackService(runtime)
-        self.exit_code: int | None = None
-        self._thread = threading.Thread(target=self._run, name="slack-under-test", daemon=True)
-
-    def _run(self) -> None:
-        self.exit_code = self.service.run()
 
     def start(self) -> RunningSlack:
-        self._thread.start()
-        wait_until(lambda: self.service.ready.is_set() or self.exit_code is not None, 15, "Slack to start")
-        assert self.exit_code is None and self.service.webhook is not None, f"it exited with {self.exit_code}"
+        super().start()
+        assert self.service.webhook is not None, "it listens"
         self.slack.connect(self.service.webhook.url, SECRET)
         return self
-
-    def stop(self, timeout: float = 20) -> int | None:
-        self.service.stop(timeout)
-        self._thread.join(timeout)
-        return self.exit_code
 
 
 def slack_config(base: dict, slack: FakeSlackAPI, **overrides: Any) -> dict:
@@ -86,17 +73,7 @@ def start_slack(
     from tests.telegram_harness import make_runtime
 
     monkeypatch.setenv("SLACK_KIT_SECRET", SECRET)
-    running: list[RunningSlack] = []
-
-    def run(patch: Callable[[dict], None] | None = None) -> RunningSlack:
-        config = slack_config(bot_config, slack_api)
-        if patch:
-            patch(config)
-        bot = RunningSlack(make_runtime(config, workspace, tmp_path), slack_api).start()
-        running.append(bot)
-        return bot
-
-    yield run
-    for bot in running:
-        if bot._thread.is_alive():
-            bot.stop()
+    yield from starting(
+        lambda: slack_config(bot_config, slack_api),
+        lambda config: RunningSlack(make_runtime(config, workspace, tmp_path), slack_api).start(),
+    )

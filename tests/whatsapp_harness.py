@@ -4,13 +4,12 @@ signed webhooks to it. The real bot process: tests/test_whatsapp_bot.py."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
 
 from tests.fakes.graph_api import FakeGraphAPI
-from tests.waiting import wait_until
+from tests.running_channel import RunningChannel, starting
 
 OWNER = "491701234567"
 STRANGER = "15551234567"
@@ -19,32 +18,20 @@ VERIFY = "kit-verify-token"
 TEMPLATE = "assistant_message"
 
 
-class RunningWhatsApp:
+class RunningWhatsApp(RunningChannel):
     """A WhatsAppService running in a thread; ``start`` returns once its webhook listens."""
 
     def __init__(self, runtime: Any, graph: FakeGraphAPI) -> None:
         from messaging_llm_bot.channels.whatsapp.service import WhatsAppService
 
-        self.runtime = runtime
+        super().__init__(runtime, WhatsAppService(runtime), "WhatsApp")
         self.graph = graph
-        self.service = WhatsAppService(runtime)
-        self.exit_code: int | None = None
-        self._thread = threading.Thread(target=self._run, name="whatsapp-under-test", daemon=True)
-
-    def _run(self) -> None:
-        self.exit_code = self.service.run()
 
     def start(self) -> RunningWhatsApp:
-        self._thread.start()
-        wait_until(lambda: self.service.ready.is_set() or self.exit_code is not None, 15, "WhatsApp to start")
-        assert self.exit_code is None and self.service.webhook is not None, f"it exited with {self.exit_code}"
+        super().start()
+        assert self.service.webhook is not None, "it listens"
         self.graph.connect(self.service.webhook.url, SECRET)
         return self
-
-    def stop(self, timeout: float = 20) -> int | None:
-        self.service.stop(timeout)
-        self._thread.join(timeout)
-        return self.exit_code
 
 
 def whatsapp_config(base: dict, graph: FakeGraphAPI, **overrides: Any) -> dict:
@@ -78,18 +65,7 @@ def start_whatsapp(bot_config, workspace, tmp_path, whatsapp_graph, monkeypatch)
     from tests.telegram_harness import make_runtime
 
     monkeypatch.setenv("WA_KIT_APP_SECRET", SECRET)
-    running: list[RunningWhatsApp] = []
-
-    def run(patch=None) -> RunningWhatsApp:
-        config = whatsapp_config(bot_config, whatsapp_graph)
-        if patch:
-            patch(config)
-        bot = RunningWhatsApp(make_runtime(config, workspace, tmp_path), whatsapp_graph).start()
-        running.append(bot)
-        return bot
-
-    run.running = running  # type: ignore[attr-defined]
-    yield run
-    for bot in running:
-        if bot._thread.is_alive():
-            bot.stop()
+    yield from starting(
+        lambda: whatsapp_config(bot_config, whatsapp_graph),
+        lambda config: RunningWhatsApp(make_runtime(config, workspace, tmp_path), whatsapp_graph).start(),
+    )

@@ -55,6 +55,13 @@ def is_env_reference(value: object) -> bool:
     return isinstance(value, str) and _ENV_REF.match(value.strip()) is not None
 
 
+def env_value(value: str) -> str:
+    """The value as the running bot reads it: a ``"${NAME}"`` reference gives the variable's value ("" when it is
+    not set), anything else is itself (setup, reading a config loaded with ``env=False``)."""
+    match = _ENV_REF.match(value.strip())
+    return os.environ.get(match.group(1), "") if match else value
+
+
 def _secret_param(name: str) -> bool:
     return bool(SECRET_KEY.search(name) or _SECRET_PARAM.match(name))
 

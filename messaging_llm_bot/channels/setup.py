@@ -95,6 +95,11 @@ class ChannelSetup:
     #: Where the bot answers once written ("Telegram"): said in the closing line.
     reached: list[str] = field(default_factory=list)
 
+    def section(self, name: str) -> JsonObject:
+        """What the config's section ``name`` holds now (empty when none)."""
+        found = self.configured.get(name)
+        return found if isinstance(found, dict) else {}
+
 
 class Steps:
     """What a channel's steps share: its flags (``a``), the dialog (``io``), the settings to append."""
@@ -146,9 +151,8 @@ class OptInSteps(Steps):
 
     def __init__(self, setup: ChannelSetup) -> None:
         super().__init__(setup)
-        section = setup.configured.get(self.section)
         #: What the channel's section holds now (the user's values, ``${NAME}`` not read).
-        self.configured: JsonObject = section if isinstance(section, dict) else {}
+        self.configured = setup.section(self.section)
         self.reached = setup.reached
 
     @classmethod

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context, allowlist_check
+from messaging_llm_bot.channels.doctor import Check, Context, allowlist_check, verdict
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 
 #: Seconds the daemon has to answer each probe.
@@ -18,20 +18,11 @@ def checks(ctx: Context) -> list[Check]:
     signal = ctx.settings.signal
     if not signal.enabled:
         return []
-    found: list[Check] = []
     answered, detail = asyncio.run(_probe(signal.base_url, signal.account))
-    if answered:
-        found.append(Check("signal daemon", OK, f"{detail} answers at {signal.base_url}"))
-    else:
-        found.append(
-            Check(
-                "signal daemon",
-                FAIL,
-                f"no signal-cli daemon answers at {signal.base_url}: {detail}",
-                f"start it: `signal-cli -a {signal.account} daemon --http 127.0.0.1:8080` "
-                "(docs/signal.md), or set signal.base_url",
-            )
-        )
+    daemon = f"`signal-cli -a {signal.account} daemon --http 127.0.0.1:8080`"
+    missing = f"no signal-cli daemon answers at {signal.base_url}: {detail}"
+    start = f"start it: {daemon} (docs/signal.md), or set signal.base_url"
+    found = [verdict("signal daemon", "" if answered else missing, f"{detail} answers at {signal.base_url}", start)]
     empty = "signal.allowed is empty: the bot answers no one on Signal"
     fix = f"`{CLI} config set signal.allowed '[\"+4915112345678\"]'` (a stranger is told their id)"
     found.append(allowlist_check("signal allowlist", list(signal.allowed), signal.owner, empty, fix))

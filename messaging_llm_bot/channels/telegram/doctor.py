@@ -5,48 +5,30 @@ no chat channel is configured at all)."""
 from __future__ import annotations
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context, allowlist_check
+from messaging_llm_bot.channels.doctor import Check, Context, allowlist_check, verdict
 from messaging_llm_bot.channels.telegram.probe import get_me
 
 
 def checks(ctx: Context) -> list[Check]:
     telegram = (ctx.config or {}).get("telegram") or {}
     token = telegram.get("token") or ""
-    found: list[Check] = []
     if not token:
         return []  # Telegram is not used
     answer = get_me(token, base_url=telegram.get("base_url") or None, timeout=10)
-    if answer.ok:
-        me = answer.result or {}
-        found.append(
-            Check("telegram token", OK, f"valid: the bot is @{me.get('username', '?')} ({me.get('first_name', '')})")
-        )
-    else:
-        found.append(
-            Check(
-                "telegram token",
-                FAIL,
-                answer.error,
-                f"check telegram.token (`{CLI} setup --token ...`) and the network",
-            )
-        )
+    me = answer.result or {}
+    valid = f"valid: the bot is @{me.get('username', '?')} ({me.get('first_name', '')})"
+    fix = f"check telegram.token (`{CLI} setup --token ...`) and the network"
+    found = [verdict("telegram token", "" if answer.ok else answer.error, valid, fix)]
     fill = f"`{CLI} setup` finds your id, or `{CLI} config set telegram.allowed_user_ids '[ID]'`"
     empty = "telegram.allowed_user_ids is empty: the bot answers no one"
     found.append(
         allowlist_check("allowlist", telegram.get("allowed_user_ids") or [], telegram.get("owner_id"), empty, fill)
     )
     if telegram.get("mode") == "webhook":
+        open_url = (
+            "mode is webhook but telegram.webhook.secret_token is empty: anyone who finds the URL can post updates"
+        )
         secret = (telegram.get("webhook") or {}).get("secret_token")
-        if not secret:
-            found.append(
-                Check(
-                    "webhook secret",
-                    FAIL,
-                    "mode is webhook but telegram.webhook.secret_token is empty: anyone who finds the URL can post "
-                    "updates",
-                    f'`{CLI} config set telegram.webhook.secret_token "$(openssl rand -hex 32)"`',
-                )
-            )
-        else:
-            found.append(Check("webhook secret", OK, "set"))
+        fix = f'`{CLI} config set telegram.webhook.secret_token "$(openssl rand -hex 32)"`'
+        found.append(verdict("webhook secret", "" if secret else open_url, "set", fix))
     return found

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from assistant_framework.config import TOKEN_ENV
+from assistant_framework.config.env import env_value
 from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
 
 # The Bot API calls (channels/telegram/probe.py) are imported by the steps that make them: every `assistant`
@@ -68,12 +69,9 @@ class TelegramSteps(Steps):
 
     def __init__(self, setup: ChannelSetup) -> None:
         super().__init__(setup)
-        section = setup.configured.get("telegram")
-        telegram: dict[str, Any] = section if isinstance(section, dict) else {}
+        telegram = setup.section("telegram")
         token = os.environ.get(TOKEN_ENV) or telegram.get("token") or ""
-        if isinstance(token, str) and token.startswith("${") and token.endswith("}"):
-            token = os.environ.get(token[2:-1], "")  # "${NAME}": the value it names, when set
-        self.current_token = token if isinstance(token, str) else ""
+        self.current_token = env_value(token) if isinstance(token, str) else ""
         ids = telegram.get("allowed_user_ids")
         self.current_ids = [
             i for i in (ids if isinstance(ids, list) else []) if isinstance(i, int) and not isinstance(i, bool)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.config import LOCAL_DIR, ConfigError, load_config_detailed
+from assistant_framework.config.env import env_value
 from assistant_framework.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -119,9 +120,7 @@ def runner_key(runner: JsonObject | None) -> str:
     variable ``api_key_env`` names; "" for none."""
     if not runner:
         return ""
-    key = str(runner.get("api_key") or "")
-    if key.startswith("${") and key.endswith("}"):
-        key = os.environ.get(key[2:-1], "")
+    key = env_value(str(runner.get("api_key") or ""))
     if not key and runner.get("api_key_env"):
         key = os.environ.get(str(runner["api_key_env"]), "")
     return key
