@@ -93,19 +93,12 @@ def build_parts(
     skills = SkillManager.from_config(
         config, workspace, defer=defer_plugins, sources=skill_sources(settings.mcp), settings=settings
     )
-    collectors = CollectorManager.from_config(config, workspace, defer=defer_plugins)
+    collectors = CollectorManager.from_settings(
+        settings.runtime, config.get("collectors"), workspace, defer=defer_plugins
+    )
     background_model = BackgroundModel(llm)
     memory = _memory(settings, workspace, background_model)
-    agent = Agent(
-        config,
-        workspace,
-        skills,
-        llm,
-        collectors=collectors,
-        memory=memory,
-        background_traces=True,
-        settings=settings,
-    )
+    agent = Agent(settings, workspace, skills, llm, collectors=collectors, memory=memory, background_traces=True)
     return Parts(
         skills=skills, llm=llm, agent=agent, collectors=collectors, memory=memory, background_model=background_model
     )

@@ -117,8 +117,8 @@ class BotRuntime:
             skills = SkillManager.from_config(
                 config, self.workspace, sources=skill_sources(settings.mcp), settings=settings
             )
-            collectors = CollectorManager.from_config(config, self.workspace)
-            self.agent.configure(config, settings=settings, skills=skills, collectors=collectors, llm=llm)
+            collectors = CollectorManager.from_settings(settings.runtime, config.get("collectors"), self.workspace)
+            self.agent.configure(settings, skills=skills, collectors=collectors, llm=llm)
         except (ConfigError, ValueError) as exc:
             if skills is not None:
                 skills.close()

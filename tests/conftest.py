@@ -188,6 +188,7 @@ def make_agent() -> Iterator[AgentFactory]:
     skills from the config, a model client on its ``llm`` section (``skills=``/``llm=`` give others;
     ``clock=``, ``memory=``, ``background_traces=``... go to ``Agent``). The clients it made are closed
     after the test."""
+    from assistant_framework.config.settings import Settings
     from assistant_framework.skills import SkillManager
     from messaging_llm_bot.agent.loop import Agent
     from messaging_llm_bot.llm.client import LLMClient
@@ -205,9 +206,10 @@ def make_agent() -> Iterator[AgentFactory]:
         if llm is None:
             llm = LLMClient.from_section(config["llm"])
             made.append(llm)
+        settings = Settings.from_config(config)
         if skills is None:
-            skills = SkillManager.from_config(config, workspace)
-        return Agent(config, workspace, skills, llm, **kwargs)
+            skills = SkillManager.from_config(config, workspace, settings=settings)
+        return Agent(settings, workspace, skills, llm, **kwargs)
 
     yield make
     for llm in made:

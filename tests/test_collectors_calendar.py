@@ -8,6 +8,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.workspace import Workspace
 from tests.fakes.feed_server import StaticHTTPServer
 
@@ -17,7 +18,7 @@ BERLIN = ZoneInfo("Europe/Berlin")
 
 def load(ws, **section):
     config = {"runtime": {"timezone": "Europe/Berlin"}, "collectors": {"calendar": {"enabled": True, **section}}}
-    manager = CollectorManager.from_config(config, ws)
+    manager = CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), ws)
     assert "calendar" in manager.collectors, manager.errors
     return manager
 
@@ -159,8 +160,8 @@ def _offset(day) -> str:
 
 
 def test_source_config_needs_url_or_path(tmp_path):
-    manager = CollectorManager.from_config(
-        {"collectors": {"calendar": {"enabled": True, "sources": [{"name": "x"}]}}}, Workspace(tmp_path / "ws")
+    manager = CollectorManager.from_settings(
+        RuntimeSettings(), {"calendar": {"enabled": True, "sources": [{"name": "x"}]}}, Workspace(tmp_path / "ws")
     )
     assert "collectors.calendar.sources[0]" in {e.name: e.error for e in manager.errors}["calendar"]
 

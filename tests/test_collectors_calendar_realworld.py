@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.config.settings import Settings
 from assistant_framework.workspace import Workspace
 from tests.fakes.feed_server import StaticHTTPServer
 
@@ -20,7 +21,7 @@ BERLIN = ZoneInfo("Europe/Berlin")
 
 def manager_for(ws, **section):
     config = {"runtime": {"timezone": "Europe/Berlin"}, "collectors": {"calendar": {"enabled": True, **section}}}
-    manager = CollectorManager.from_config(config, ws)
+    manager = CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), ws)
     assert "calendar" in manager.collectors, manager.errors
     return manager
 

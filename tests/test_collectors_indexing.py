@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from assistant_framework.collectors.state import load_state
+from assistant_framework.config.settings import Settings
 from assistant_framework.memory.index import MemoryIndex
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli.main import main
@@ -120,7 +121,11 @@ def test_the_runner_hands_written_and_removed_files_to_its_indexer(ws, tmp_path)
     plugins = tmp_path / "plugins"
     write_collector(plugins, "news", NEWS)
     config = {"runtime": {"collectors_dirs": [str(plugins)]}, "collectors": {"news": {"enabled": True}}}
-    runner = CollectorRunner(CollectorManager.from_config(config, ws), ws, indexer=Recorder())
+    runner = CollectorRunner(
+        CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), ws),
+        ws,
+        indexer=Recorder(),
+    )
     assert runner.run_once("news").outcome == "ok"
     ws.write_text("notes/drop.md", "drop it")
     assert runner.run_once("news").outcome == "ok"

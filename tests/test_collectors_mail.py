@@ -8,6 +8,7 @@ import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.collectors.state import load_state
+from assistant_framework.config.settings import Settings
 from assistant_framework.workspace import Workspace
 from tests.fakes.imap_server import FakeIMAPServer, make_self_signed_cert
 
@@ -69,7 +70,7 @@ def mail_config(server, **extra):
 
 
 def make_runner(ws, config, **kw):
-    manager = CollectorManager.from_config(config, ws)
+    manager = CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), ws)
     assert "mail" in manager.collectors, manager.errors
     return CollectorRunner(manager, ws, timezone="Europe/Berlin", **kw)
 

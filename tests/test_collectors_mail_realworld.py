@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.config.settings import Settings
 from assistant_framework.workspace import Workspace
 from tests.fakes.imap_server import FakeIMAPServer
 
@@ -48,7 +49,7 @@ def collect(tmp_path, imap_server, monkeypatch, folder, messages):
             }
         },
     }
-    manager = CollectorManager.from_config(config, ws)
+    manager = CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), ws)
     outcome = CollectorRunner(manager, ws, timezone="Europe/Berlin").run_once("mail")
     assert outcome.outcome == "ok", outcome.error
     by_uid = {item["uid"]: item for item in outcome.new_items}

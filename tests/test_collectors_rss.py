@@ -9,6 +9,7 @@ import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.collectors.state import load_state
+from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.workspace import Workspace
 from tests.fakes.feed_server import StaticHTTPServer
 
@@ -35,7 +36,7 @@ def runner_for(ws, feeds, **extra):
         "runtime": {"timezone": "Europe/Berlin"},
         "collectors": {"rss": {"enabled": True, "feeds": feeds, **extra}},
     }
-    manager = CollectorManager.from_config(config, ws)
+    manager = CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), ws)
     assert "rss" in manager.collectors, manager.errors
     return CollectorRunner(manager, ws, timezone="Europe/Berlin")
 
@@ -137,7 +138,9 @@ def test_keyword_notify_rule_pushes_without_a_model(tmp_path, server):
         }
     }
     runner = CollectorRunner(
-        CollectorManager.from_config(config, ws), ws, notify=lambda name, text: pushed.append(text)
+        CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), ws),
+        ws,
+        notify=lambda name, text: pushed.append(text),
     )
     runner.run_once("rss")
     assert pushed == ["rss: 1 new matching item\n- Library extends opening hours (Town News)"]
@@ -145,7 +148,9 @@ def test_keyword_notify_rule_pushes_without_a_model(tmp_path, server):
 
 def test_bad_feed_config_is_a_load_error_naming_the_key(tmp_path):
     ws = Workspace(tmp_path / "ws")
-    manager = CollectorManager.from_config({"collectors": {"rss": {"enabled": True, "feeds": [{"link": "x"}]}}}, ws)
+    manager = CollectorManager.from_settings(
+        RuntimeSettings(), {"rss": {"enabled": True, "feeds": [{"link": "x"}]}}, ws
+    )
     assert "rss" not in manager.collectors
     assert "collectors.rss.feeds[0]" in {e.name: e.error for e in manager.errors}["rss"]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.config.settings import Settings
 from assistant_framework.workspace import Workspace
 from tests.fakes.feed_server import StaticHTTPServer
 
@@ -20,7 +21,7 @@ def runner_for(ws, feeds, **extra):
         "runtime": {"timezone": "Europe/Berlin"},
         "collectors": {"rss": {"enabled": True, "feeds": feeds, **extra}},
     }
-    manager = CollectorManager.from_config(config, ws)
+    manager = CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), ws)
     assert "rss" in manager.collectors, manager.errors
     return CollectorRunner(manager, ws, timezone="Europe/Berlin")
 

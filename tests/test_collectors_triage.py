@@ -11,6 +11,7 @@ import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.collectors.triage import chosen, item_line
+from assistant_framework.config.settings import Settings
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.runtime import BackgroundModel
 from tests.fixtures.collectors.helpers import FakeClock, write_collector
@@ -279,7 +280,7 @@ def _rss_runner(ws, chat_server, feed_url: str, pushed: list[str], clock, max_pe
             }
         }
     }
-    manager = CollectorManager.from_config(config, ws)
+    manager = CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), ws)
     assert "rss" in manager.collectors, manager.errors
     llm = Client.from_section(
         {

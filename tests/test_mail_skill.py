@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.config.settings import Settings
 from assistant_framework.skills.loader import load_skill_folder
 from assistant_framework.skills.spec import SkillContext
 from assistant_framework.workspace import Workspace
@@ -70,7 +71,7 @@ def fetch_mail(workspace: Workspace, imap_server) -> None:
             }
         },
     }
-    manager = CollectorManager.from_config(config, workspace)
+    manager = CollectorManager.from_settings(Settings.from_config(config).runtime, config.get("collectors"), workspace)
     result = CollectorRunner(manager, workspace, timezone="Europe/Berlin").run_once("mail")
     assert result.outcome == "ok", result.error
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from assistant_framework.config.settings import Settings
 from assistant_framework.evals.cases import BUILTIN_CASES_DIR, load_cases
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
@@ -37,10 +38,11 @@ def two_step_config(bot_config: dict, **runner) -> dict:
 
 
 def make_agent(config, workspace) -> Agent:
+    settings = Settings.from_config(config)
     return Agent(
-        config,
+        settings,
         workspace,
-        SkillManager.from_config(config, workspace),
+        SkillManager.from_config(config, workspace, settings=settings),
         LLMClient.from_section(config["llm"]),
         clock=lambda: FIXED,
     )

@@ -22,7 +22,6 @@ from assistant_framework.collectors.loader import (
 from assistant_framework.collectors.spec import SourceState
 from assistant_framework.collectors.state import load_state
 from assistant_framework.config.settings import RuntimeSettings
-from assistant_framework.config.settings.fields import read_record
 from assistant_framework.json_types import JsonObject, JsonSchema
 from assistant_framework.plugin_import import LoadOnce
 from assistant_framework.workspace import Workspace
@@ -68,20 +67,26 @@ class CollectorManager:
         self._once = LoadOnce(self.load)
 
     @classmethod
-    def from_config(
-        cls, config: JsonObject, workspace: Workspace, builtin_dir: Path | None = None, *, defer: bool = False
+    def from_settings(
+        cls,
+        runtime: RuntimeSettings,
+        collectors: object,
+        workspace: Workspace,
+        builtin_dir: Path | None = None,
+        *,
+        defer: bool = False,
     ) -> CollectorManager:
         """A loaded manager over the built-in folder plus ``runtime.collectors_dirs``.
 
+        ``runtime`` is the config's record (built once per load or ``/reload``), ``collectors`` its
+        ``collectors`` section as loaded: each collector's own JSON, which its schema checks (not a record).
         With ``defer`` the folders are imported on first use (or by ``ensure_loaded`` from a thread).
         """
-        runtime = read_record(RuntimeSettings, config.get("runtime"), where="runtime")
         dirs = [builtin_dir or BUILTIN_DIR] + [Path(d) for d in runtime.collectors_dirs]
-        tz_name = runtime.timezone
-        sections = {}
-        for name, section in (config.get("collectors") or {}).items():
+        sections: JsonObject = {}
+        for name, section in (collectors if isinstance(collectors, dict) else {}).items():
             # Collectors see the user's timezone unless their own section overrides it.
-            sections[name] = {"timezone": tz_name, **section} if isinstance(section, dict) else section
+            sections[name] = {"timezone": runtime.timezone, **section} if isinstance(section, dict) else section
         manager = cls(dirs, sections, workspace)
         if not defer:
             manager.load()

@@ -64,7 +64,7 @@ def standalone_parts(config_path: str | Path, workspace_path: str | Path) -> Sta
     skills = SkillManager.from_config(
         config, workspace, defer=True, sources=skill_sources(settings.mcp), settings=settings
     )
-    collectors = CollectorManager.from_config(config, workspace)
+    collectors = CollectorManager.from_settings(settings.runtime, config.get("collectors"), workspace)
     memory = None
     if settings.memory.enabled:
         from ..memory import MemoryService

@@ -15,6 +15,7 @@ STORY = "Write a very long story about a dragon who learns to bake bread, at lea
 
 def part_stop(server: RealModelServer, deltas: int = 10) -> str:
     """The same long answer in full, then stopped after ``deltas`` deltas and followed by a short turn."""
+    from assistant_framework.config.settings import Settings
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
     from messaging_llm_bot.agent.loop import Agent, Incoming
@@ -29,9 +30,9 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
             "memory": {"enabled": False},
         }
         workspace = Workspace(Path(tmp) / "ws")
-        agent = Agent(
-            config, workspace, SkillManager.from_config(config, workspace), LLMClient.from_section(config["llm"])
-        )
+        settings = Settings.from_config(config)
+        skills = SkillManager.from_config(config, workspace, settings=settings)
+        agent = Agent(settings, workspace, skills, LLMClient.from_section(config["llm"]))
         agent.handle(Incoming("warm-up", "Hi.", stream=True))  # the system prompt is evaluated once, then cached
         started = time.monotonic()
         full = agent.handle(Incoming("full", STORY, stream=True))

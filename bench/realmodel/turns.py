@@ -14,6 +14,7 @@ from tests.real_model import RealModelServer
 
 
 def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pause: float, turns: int = 10) -> str:
+    from assistant_framework.config.settings import Settings
     from assistant_framework.memory import MemoryService
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
@@ -38,7 +39,9 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
             workspace = Workspace(tmp)
             llm = LLMClient.from_section(config["llm"])
             memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
-            agent = Agent(config, workspace, SkillManager.from_config(config, workspace), llm, memory=memory)
+            settings = Settings.from_config(config)
+            skills = SkillManager.from_config(config, workspace, settings=settings)
+            agent = Agent(settings, workspace, skills, llm, memory=memory)
             log.new_text()
             rows = []
             background = []

@@ -80,7 +80,7 @@ class Agent(SessionCalls):
 
     def __init__(
         self,
-        config: JsonObject,
+        settings: Settings,
         workspace: Workspace,
         skills: SkillManager,
         llm: LLMClient,
@@ -89,12 +89,11 @@ class Agent(SessionCalls):
         memory: Memory | None = None,
         clock: Callable[[], datetime] | None = None,
         background_traces: bool = False,
-        settings: Settings | None = None,
     ) -> None:
-        """``config``: the loaded config (skills get it in their context); ``settings``: its records, read from
-        it when not given. ``background_traces``: hand traces to the trace writer thread instead of writing them
-        before ``handle`` returns; the owner must then call ``drain`` before it removes
-        or leaves the workspace (the runtime does, at shutdown)."""
+        """``settings``: the config's records, built once per load; the loaded config itself reaches the skills'
+        context from ``skills`` (``SkillManager.from_config`` keeps it). ``background_traces``: hand traces to the
+        trace writer thread instead of writing them before ``handle`` returns; the owner must then call ``drain``
+        before it removes or leaves the workspace (the runtime does, at shutdown)."""
         self.workspace = workspace
         self.background_traces = background_traces
         self.llm = llm
@@ -120,43 +119,45 @@ class Agent(SessionCalls):
             idle_seconds=20.0,
             clock=self.now,
         )
-        self.configure(config, settings=settings)
+        self.configure(settings)
 
     # -- setup -----------------------------------------------------------------
 
     def configure(
         self,
-        config: JsonObject,
+        settings: Settings,
         *,
-        settings: Settings | None = None,
         skills: SkillManager | None = None,
         collectors: CollectorManager | None = None,
         llm: LLMClient | None = None,
     ) -> None:
-        """(Re)apply a config (and its records, built once by the runtime) and optionally new components; the
-        prompt is rebuilt on next use."""
-        records = settings if settings is not None else Settings.from_config(config)
+        """(Re)apply a config's records (built once by the runtime) and optionally new components; the prompt is
+        rebuilt on next use."""
         try:
-            zone = ZoneInfo(records.runtime.timezone)
+            zone = ZoneInfo(settings.runtime.timezone)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"runtime.timezone: unknown IANA time zone {records.runtime.timezone!r}") from None
-        self.config = config
-        self.settings = records
-        self.policy = records.policy
+            raise ValueError(f"runtime.timezone: unknown IANA time zone {settings.runtime.timezone!r}") from None
+        self.settings = settings
+        self.policy = settings.policy
         self.zone = zone
         self.skills = skills or self.skills
         self.collectors = collectors if collectors is not None else self.collectors
         self.llm = llm or self.llm
         runner_keys = [r.api_key for r in self.llm.runners]
         self.traces = TraceStore(
-            self.workspace, keep=records.runtime.trace_keep, secrets=collect_secrets(config, runner_keys)
+            self.workspace, keep=settings.runtime.trace_keep, secrets=collect_secrets(self.config, runner_keys)
         )
-        self.gate = CallGate(self.workspace, records.policy)
+        self.gate = CallGate(self.workspace, settings.policy)
         # Summaries of dropped turns wait for the same idle time as fact extraction.
-        self.compactor.batcher.idle_seconds = max(0.0, records.memory.extract_idle_seconds)
+        self.compactor.batcher.idle_seconds = max(0.0, settings.memory.extract_idle_seconds)
         self.prompt = PromptBuilder(
-            records, self.workspace, self.skills, collectors=self.collectors, memory=self.memory
+            settings, self.workspace, self.skills, collectors=self.collectors, memory=self.memory
         )
+
+    @property
+    def config(self) -> JsonObject:
+        """The loaded config the skills were built from (what a turn's skills get in their context)."""
+        return self.skills.default_context.config
 
     def drain(self, timeout: float) -> bool:
         """Wait for queued trace writes (with ``background_traces``) and history summaries (call at shutdown);

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.collectors.check import unchecked_manager
 from assistant_framework.config import load_config_detailed, validate_config
 from assistant_framework.config.settings import Settings
 from assistant_framework.json_types import JsonObject
@@ -61,7 +62,7 @@ def _open(args: argparse.Namespace) -> tuple[JsonObject, CollectorManager, list[
     """The config, a loaded manager, and config problems that name their file."""
     loaded = load_config_detailed(args.config)
     workspace = existing_workspace(args.workspace)
-    manager = CollectorManager.from_config(loaded.data, workspace)
+    manager = unchecked_manager(loaded.data, workspace)
     problems = validate_config(loaded, extra_schemas=manager.schemas())
     return loaded.data, manager, problems
 

@@ -104,7 +104,7 @@ def run_case(case: EvalCase, config: JsonObject, llm: LLMClient) -> CaseResult:
     with tempfile.TemporaryDirectory(prefix="assistant-eval-") as tmp:
         workspace = Workspace(tmp)
         skills = SkillManager.from_config(config, workspace, settings=settings)
-        agent = Agent(config, workspace, skills, llm, clock=lambda: now, settings=settings)
+        agent = Agent(settings, workspace, skills, llm, clock=lambda: now)
         _seed(workspace, case, history_budget_chars(agent.settings.runtime), now)
         started = time.perf_counter()
         try:

@@ -19,7 +19,7 @@ def check_plugins(ctx: Context) -> list[Check]:
     workspace = Workspace(ctx.workspace_path, create=False)
     # Loading runs no skill; the workspace is read for its .agents/skills/ only.
     skills = SkillManager.from_config(config, workspace)
-    collectors = CollectorManager.from_config(config, workspace)
+    collectors = CollectorManager.from_settings(ctx.settings.runtime, config.get("collectors"), workspace)
     broken = {problem.folder for problem in skills.library.errors}
     checks = [
         _loaded("skills", [e for e in skills.errors if e.folder not in broken], f"{len(skills.names())} loaded"),
