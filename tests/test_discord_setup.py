@@ -6,7 +6,6 @@ and the application's message content intent."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,26 +13,25 @@ import pytest
 from messaging_llm_bot.cli.main import main
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.discord_api import FakeDiscordAPI
+from tests.setup_runs import channel_setup, example_config
 
 REPO = Path(__file__).resolve().parents[1]
 OWNER = "80351110224678912"
 
 
 def _setup(config: Path, tmp_path: Path, chat: FakeChatServer, discord: FakeDiscordAPI, owner: str = OWNER) -> int:
-    return main(
-        [
-            *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
-            *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
-            *("--discord", owner, "--discord-base-url", discord.base_url, "--discord-token-env", "DC_SETUP_TOKEN"),
-        ]
+    return channel_setup(
+        config,
+        tmp_path,
+        chat,
+        *("--discord", owner, "--discord-base-url", discord.base_url, "--discord-token-env", "DC_SETUP_TOKEN"),
     )
 
 
 def test_setup_writes_the_discord_channel_and_refuses_a_wrong_token(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "config"
-    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("local"))
+    config = example_config(tmp_path)
     with FakeChatServer() as chat, FakeDiscordAPI() as discord:
         chat.set_handler(lambda request: "OK")
         monkeypatch.setenv("DC_SETUP_TOKEN", discord.token + "-wrong")

@@ -6,31 +6,27 @@ nothing written."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from messaging_llm_bot.cli.main import main
 from tests.email_harness import PASSWORD
 from tests.fakes.chat_server import FakeChatServer
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.setup_runs import channel_setup, example_config
 
 
 def _setup(config: Path, tmp_path: Path, chat: FakeChatServer, imap, smtp) -> int:
-    return main(
-        [
-            *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
-            *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
-            *("--email", "assistant@example.org", "--email-imap", f"127.0.0.1:{imap.port}"),
-            *("--email-smtp", f"127.0.0.1:{smtp.port}", "--email-security", "none", "--email-user", imap.user),
-            *("--email-password-env", "ASSISTANT_TEST_MAIL_PASSWORD", "--email-owner", "Owner@Example.org"),
-        ]
+    return channel_setup(
+        config,
+        tmp_path,
+        chat,
+        *("--email", "assistant@example.org", "--email-imap", f"127.0.0.1:{imap.port}"),
+        *("--email-smtp", f"127.0.0.1:{smtp.port}", "--email-security", "none", "--email-user", imap.user),
+        *("--email-password-env", "ASSISTANT_TEST_MAIL_PASSWORD", "--email-owner", "Owner@Example.org"),
     )
 
 
 def test_setup_writes_the_email_channel_and_doctor_logs_in(tmp_path, capsys, monkeypatch, email_imap, email_smtp):
-    config = tmp_path / "config"
-    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("local"))
+    config = example_config(tmp_path)
     with FakeChatServer() as chat:
         chat.set_handler(lambda request: "OK")
         monkeypatch.setenv("ASSISTANT_TEST_MAIL_PASSWORD", PASSWORD + "-wrong")

@@ -316,24 +316,21 @@ def test_setup_writes_the_matrix_channel_and_doctor_logs_in(tmp_path, capsys, mo
     """``assistant setup --matrix`` by flags: the login tried with the password from the named variable (never
     written), nothing written when refused, ``enabled`` last; ``doctor`` then logs in."""
     import json
-    import shutil
-    from pathlib import Path
 
     from messaging_llm_bot.cli.main import main
     from tests.fakes.chat_server import FakeChatServer
     from tests.matrix_harness import PASSWORD
+    from tests.setup_runs import channel_setup, example_config
 
-    config = tmp_path / "config"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "config", config, ignore=shutil.ignore_patterns("local"))
+    config = example_config(tmp_path)
 
     def setup() -> int:
-        return main(
-            [
-                *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
-                *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
-                *("--matrix", matrix.bot.user_id, "--matrix-homeserver", matrix.server.url),
-                *("--matrix-password-env", "ASSISTANT_TEST_MATRIX_PASSWORD", "--matrix-owner", matrix.owner.user_id),
-            ]
+        return channel_setup(
+            config,
+            tmp_path,
+            chat,
+            *("--matrix", matrix.bot.user_id, "--matrix-homeserver", matrix.server.url),
+            *("--matrix-password-env", "ASSISTANT_TEST_MATRIX_PASSWORD", "--matrix-owner", matrix.owner.user_id),
         )
 
     with FakeChatServer() as chat:

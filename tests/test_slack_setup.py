@@ -6,36 +6,31 @@ Socket Mode, the app-level token tried the same way."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from messaging_llm_bot.cli.main import main
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.slack_api import FakeSlackAPI
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.setup_runs import channel_setup, example_config
 
 
 def _setup(
     config: Path, tmp_path: Path, chat: FakeChatServer, slack: FakeSlackAPI, owner: str = "U0OWNER001", *more: str
 ) -> int:
-    return main(
-        [
-            *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
-            *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
-            *("--slack-owner", owner, "--slack-base-url", slack.base_url),
-            *("--slack-token-env", "SL_SETUP_TOKEN", "--slack-secret-env", "SL_SETUP_SECRET", *more),
-        ]
+    return channel_setup(
+        config,
+        tmp_path,
+        chat,
+        *("--slack-owner", owner, "--slack-base-url", slack.base_url),
+        *("--slack-token-env", "SL_SETUP_TOKEN", "--slack-secret-env", "SL_SETUP_SECRET", *more),
     )
 
 
 def test_setup_writes_the_slack_channel_and_refuses_a_wrong_token(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "config"
-    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("local"))
+    config = example_config(tmp_path)
     monkeypatch.setenv("SL_SETUP_SECRET", "a-signing-secret-0123456789")
     with FakeChatServer() as chat, FakeSlackAPI() as slack:
         chat.set_handler(lambda request: "OK")
@@ -58,8 +53,7 @@ def test_setup_writes_the_slack_channel_and_refuses_a_wrong_token(
 def test_setup_writes_socket_mode_and_refuses_a_wrong_app_token(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "config"
-    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("local"))
+    config = example_config(tmp_path)
     with FakeChatServer() as chat, FakeSlackAPI() as slack:
         slack.socket_mode()
         chat.set_handler(lambda request: "OK")

@@ -6,32 +6,28 @@ setup with nothing written."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from messaging_llm_bot.cli.main import main
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.graph_api import FakeGraphAPI
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.setup_runs import channel_setup, example_config
 
 
 def _setup(config: Path, tmp_path: Path, chat: FakeChatServer, graph: FakeGraphAPI) -> int:
-    return main(
-        [
-            *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
-            *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
-            *("--whatsapp", graph.phone_number_id, "--whatsapp-base-url", graph.base_url),
-            *("--whatsapp-token-env", "WA_SETUP_TOKEN", "--whatsapp-secret-env", "WA_SETUP_SECRET"),
-            *("--whatsapp-owner", "+491701234567", "--whatsapp-template", "assistant_message"),
-        ]
+    return channel_setup(
+        config,
+        tmp_path,
+        chat,
+        *("--whatsapp", graph.phone_number_id, "--whatsapp-base-url", graph.base_url),
+        *("--whatsapp-token-env", "WA_SETUP_TOKEN", "--whatsapp-secret-env", "WA_SETUP_SECRET"),
+        *("--whatsapp-owner", "+491701234567", "--whatsapp-template", "assistant_message"),
     )
 
 
 def test_setup_writes_the_whatsapp_channel_and_doctor_reaches_the_number(tmp_path, capsys, monkeypatch, whatsapp_graph):
     graph = whatsapp_graph
-    config = tmp_path / "config"
-    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("local"))
+    config = example_config(tmp_path)
     monkeypatch.setenv("WA_SETUP_SECRET", "an-app-secret-0123456789")
     with FakeChatServer() as chat:
         chat.set_handler(lambda request: "OK")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assistant_framework.config.settings import Settings
+from assistant_framework.hints import CLI
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.conversation.routes import channel_names
 
@@ -56,6 +57,17 @@ def allowlist_check(name: str, allowed: Sequence[object], owner: object, empty: 
     if not allowed:
         return Check(name, FAIL, empty, fix)
     return Check(name, OK, f"{len(allowed)} allowed; owner {owner or allowed[0]}")
+
+
+def allowed_check(
+    key: str, example: str, allowed: Sequence[object], owner: object, means: str = "", note: str = ""
+) -> Check:
+    """``allowlist_check`` for a channel whose config lists who may write in ``key`` ("discord.allowed"): the
+    line is "<channel> allowlist", an empty list means no one is answered (``means``: "the assistant answers no
+    one" unless said otherwise), and the fix sets it to ``example`` (``note`` after it: "(your user id)")."""
+    fix = f"`{CLI} config set {key} '[\"{example}\"]'`" + (f" {note}" if note else "")
+    empty = f"{key} is empty: {means or 'the assistant answers no one'}"
+    return allowlist_check(f"{key.partition('.')[0]} allowlist", allowed, owner, empty, fix)
 
 
 def verdict(name: str, problem: str, ok: str, fix: str) -> Check:

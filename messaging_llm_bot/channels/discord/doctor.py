@@ -3,9 +3,8 @@ token works (``GET /users/@me``) and its application has the message content int
 
 from __future__ import annotations
 
-from assistant_framework.hints import CLI
 from messaging_llm_bot.channels.discord.settings import DiscordConfig
-from messaging_llm_bot.channels.doctor import FAIL, Check, Context, allowlist_check, library_missing, verdict
+from messaging_llm_bot.channels.doctor import FAIL, Check, Context, allowed_check, library_missing, verdict
 
 DOCS = "docs/discord.md"
 
@@ -15,16 +14,7 @@ def checks(ctx: Context) -> list[Check]:
     if not settings.discord.enabled:
         return []
     config = DiscordConfig.from_settings(settings)
-    fix = f"`{CLI} config set discord.allowed '[\"80351110224678912\"]'` (your user id)"
-    lines = [
-        allowlist_check(
-            "discord allowlist",
-            config.allowed,
-            config.owner,
-            "discord.allowed is empty: the assistant answers no one",
-            fix,
-        )
-    ]
+    lines = [allowed_check("discord.allowed", "80351110224678912", config.allowed, config.owner, note="(your user id)")]
     missing = library_missing("discord library", "discord", "discord.py", "discord")
     if missing:
         return [*lines, missing]

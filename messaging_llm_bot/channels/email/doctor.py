@@ -5,7 +5,7 @@ set, and ``email.trust: "any"`` is said loudly (anyone can write a From header).
 from __future__ import annotations
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context, allowlist_check
+from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context, allowed_check
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError, check_smtp
 
 
@@ -29,9 +29,8 @@ def checks(ctx: Context) -> list[Check]:
         found.append(Check("email smtp", OK, f"SMTP {email.smtp.host}:{email.smtp.port} answers and takes the login"))
     except MailServerError as err:
         found.append(Check("email smtp", FAIL, str(err), fix.format("smtp")))
-    empty = "email.allowed is empty: the assistant answers no one's mail"
-    fill = f"`{CLI} config set email.allowed '[\"you@example.org\"]'`"
-    found.append(allowlist_check("email allowlist", email.allowed, email.owner_address, empty, fill))
+    means = "the assistant answers no one's mail"
+    found.append(allowed_check("email.allowed", "you@example.org", email.allowed, email.owner_address, means))
     if email.trust != "any":
         where = email.authserv_id or "the topmost header"
         ok = f"a sender counts only with dkim or spf pass in Authentication-Results ({where})"

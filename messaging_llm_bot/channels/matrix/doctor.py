@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context, allowlist_check
+from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context, allowed_check
 from messaging_llm_bot.channels.matrix.settings import MatrixLogin
 
 DOCS = "docs/matrix.md"
@@ -19,9 +18,8 @@ def checks(ctx: Context) -> list[Check]:
         return []
     config = settings.matrix
     problem = MatrixLogin.of(config).problem
-    empty = "matrix.allowed is empty: the assistant joins no room and answers no one"
-    fix = f"`{CLI} config set matrix.allowed '[\"@you:example.org\"]'`"
-    lines = [allowlist_check("matrix allowlist", config.allowed, config.owner_id, empty, fix)]
+    means = "the assistant joins no room and answers no one"
+    lines = [allowed_check("matrix.allowed", "@you:example.org", config.allowed, config.owner_id, means)]
     if problem:
         return [*lines, Check("matrix login", FAIL, problem, f"set the bot's password or token ({DOCS})")]
     try:  # the channel's library is an extra: without it only this check fails, not the doctor

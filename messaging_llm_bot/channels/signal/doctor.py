@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import Check, Context, allowlist_check, verdict
+from messaging_llm_bot.channels.doctor import Check, Context, allowed_check, verdict
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 
 #: Seconds the daemon has to answer each probe.
@@ -23,9 +22,8 @@ def checks(ctx: Context) -> list[Check]:
     missing = f"no signal-cli daemon answers at {signal.base_url}: {detail}"
     start = f"start it: {daemon} (docs/signal.md), or set signal.base_url"
     found = [verdict("signal daemon", "" if answered else missing, f"{detail} answers at {signal.base_url}", start)]
-    empty = "signal.allowed is empty: the bot answers no one on Signal"
-    fix = f"`{CLI} config set signal.allowed '[\"+4915112345678\"]'` (a stranger is told their id)"
-    found.append(allowlist_check("signal allowlist", list(signal.allowed), signal.owner, empty, fix))
+    means, note = "the bot answers no one on Signal", "(a stranger is told their id)"
+    found.append(allowed_check("signal.allowed", "+4915112345678", signal.allowed, signal.owner, means, note))
     return found
 
 

@@ -5,13 +5,12 @@ connection (``apps.connections.open``), else the running bot's request URL answe
 
 from __future__ import annotations
 
-from assistant_framework.hints import CLI
 from messaging_llm_bot.channels.doctor import (
     FAIL,
     Check,
     Context,
     Handshake,
-    allowlist_check,
+    allowed_check,
     library_missing,
     local_url,
     verdict,
@@ -35,12 +34,7 @@ def checks(ctx: Context) -> list[Check]:
     if not settings.slack.enabled:
         return []
     config = SlackConfig.from_settings(settings)
-    fix = f"`{CLI} config set slack.allowed '[\"U024BE7LH\"]'` (your member id)"
-    lines = [
-        allowlist_check(
-            "slack allowlist", config.allowed, config.owner, "slack.allowed is empty: the assistant answers no one", fix
-        )
-    ]
+    lines = [allowed_check("slack.allowed", "U024BE7LH", config.allowed, config.owner, note="(your member id)")]
     missing = library_missing("slack sdk", "slack_sdk", "slack-sdk", "slack")
     if missing:
         return [*lines, missing]

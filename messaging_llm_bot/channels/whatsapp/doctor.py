@@ -13,7 +13,7 @@ from messaging_llm_bot.channels.doctor import (
     Check,
     Context,
     Handshake,
-    allowlist_check,
+    allowed_check,
     local_url,
     verdict,
 )
@@ -38,13 +38,7 @@ def checks(ctx: Context) -> list[Check]:
         return []
     config = settings.whatsapp
     secrets = WhatsAppSecrets.of(config)
-    fix = f"`{CLI} config set whatsapp.allowed '[\"+491701234567\"]'`"
-    owner = f"+{config.owner_id}"
-    lines = [
-        allowlist_check(
-            "whatsapp allowlist", config.allowed, owner, "whatsapp.allowed is empty: the assistant answers no one", fix
-        )
-    ]
+    lines = [allowed_check("whatsapp.allowed", "+491701234567", config.allowed, f"+{config.owner_id}")]
     if secrets.problem:
         return [*lines, Check("whatsapp secrets", FAIL, secrets.problem, f"set them as {DOCS} says")]
     hook = config.webhook
