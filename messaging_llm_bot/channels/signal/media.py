@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import mimetypes
 from datetime import date
 from typing import Any
 
 from assistant_framework.config.settings import TranscriptionSettings
-from assistant_framework.media.files_out import FileToSend
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.settings import SignalMessage, attachment_kind, recipient_params
@@ -119,10 +117,3 @@ async def send_attachment(client: SignalClient, chat: str, data: bytes, mime: st
         params["message"] = caption
     result = await client.rpc("send", params)
     return str((result or {}).get("timestamp") or "") if isinstance(result, dict) else ""
-
-
-async def send_workspace_file(client: SignalClient, chat: str, one: FileToSend) -> str:
-    """The ``send_file`` skill's file, its caption as the message's text."""
-    data = await asyncio.to_thread(one.path.read_bytes)
-    mime = mimetypes.guess_type(one.path.name)[0] or "application/octet-stream"
-    return await send_attachment(client, chat, data, mime, one.path.name, one.caption or "")

@@ -5,15 +5,19 @@ buttons, so it is a plain message in the owner's direct chat, answered by their 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import mimetypes
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.format import render_signal
+from messaging_llm_bot.channels.signal.media import send_attachment
 from messaging_llm_bot.channels.signal.settings import SignalMessage, chat_of_conversation, recipient_params
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.delivery import DeliveryError
+from messaging_llm_bot.conversation.outgoing import Address, OutgoingFile, Sent, TextOut
 from messaging_llm_bot.conversation.typing_indicator import Typing
 
 log = logging.getLogger(__name__)
@@ -21,16 +25,22 @@ log = logging.getLogger(__name__)
 TYPING_EVERY_SECONDS = 10.0  # Signal clients drop a typing indicator after about 15 s
 
 
+def quote_of(msg: SignalMessage) -> str:
+    """How a reply names the message it quotes (``TextOut.reply_to``): its timestamp and author."""
+    return f"{msg.timestamp}:{msg.uuid or msg.number}"
+
+
 async def send_parts(
     client: SignalClient,
     chat: str,
     markdown: str,
     *,
-    quote: SignalMessage | None = None,
+    quote: str | None = None,
     skip_parts: int = 0,
     on_part_sent: Callable[[int, int], Awaitable[None]] | None = None,
 ) -> list[int]:
-    """Send ``markdown`` as Signal parts in order; returns their timestamps. Raises SignalRpcError/Unavailable."""
+    """Send ``markdown`` as Signal parts in order, the first quoting ``quote`` (``quote_of``); returns their
+    timestamps. Raises SignalRpcError/Unavailable."""
     sent = []
     for index, part in enumerate(render_signal(markdown)):
         if index < skip_parts:
@@ -39,7 +49,8 @@ async def send_parts(
         if part.styles:
             params["textStyle"] = part.styles
         if quote is not None and index == 0:
-            params.update(quoteTimestamp=quote.timestamp, quoteAuthor=quote.uuid or quote.number)
+            quoted, _, author = quote.partition(":")
+            params.update(quoteTimestamp=int(quoted), quoteAuthor=author)
         result = await client.rpc("send", params)
         stamp = int((result or {}).get("timestamp") or 0)
         sent.append(stamp)
@@ -48,10 +59,47 @@ async def send_parts(
     return sent
 
 
+class SignalOut:
+    """The contract's sends through signal-cli (conversation/chat_turns.py's ``Platform``): an ``Address`` is a
+    number, a UUID or a group id; a message's id its timestamp. A daemon that is gone is said once per outage."""
+
+    def __init__(self, client: SignalClient, outage: Outage) -> None:
+        self.client, self.outage = client, outage
+
+    async def send_text(self, to: Address, text: TextOut) -> Sent:
+        async def sent(index: int, stamp: int) -> None:
+            if text.on_part_sent is not None:
+                await text.on_part_sent(index, str(stamp))
+
+        try:
+            stamps = await send_parts(
+                self.client,
+                to.chat_id,
+                text.markdown,
+                quote=text.reply_to,
+                skip_parts=text.skip_parts,
+                on_part_sent=sent,
+            )
+        except SignalUnavailable as err:
+            self.outage.failed(err)
+            raise
+        self.outage.ok()
+        return Sent(tuple(str(stamp) for stamp in stamps))
+
+    async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
+        return False  # Signal cannot edit: a reply is sent whole when the turn ends
+
+    async def send_file(self, to: Address, file: OutgoingFile) -> Sent:
+        """The file as one message's attachment, its caption the message's text."""
+        data = await asyncio.to_thread(file.path.read_bytes)
+        mime = mimetypes.guess_type(file.path.name)[0] or "application/octet-stream"
+        return Sent((await send_attachment(self.client, to.chat_id, data, mime, file.path.name, file.caption),))
+
+
 async def say(client: SignalClient, msg: SignalMessage, text: str) -> None:
     """Answer ``msg`` in its chat with ``text`` (quoting it in a group), best effort: a failure is logged."""
     try:
-        await send_parts(client, msg.chat, text, quote=msg if msg.group_id else None)
+        await send_parts(client, msg.chat, text, quote=quote_of(msg) if msg.group_id else None)
     except (SignalRpcError, SignalUnavailable) as err:
         log.info("signal: message to %s failed: %s", msg.chat, err)
 
