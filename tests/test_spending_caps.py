@@ -249,3 +249,83 @@ def test_two_ledgers_on_one_workspace_add_up_as_the_bot_and_a_cli_command_do(wor
     assert workspace.read_json(STATE_FILE)["runners"]["A"]["day_tokens"] == 850
     held = bot.hold(runner, CallTokens(prompt=100, completion=100), background=False)
     assert isinstance(held, CapUse) and held.used == 850  # the bot sees the CLI's calls: 850 + 200 would pass
+
+
+#: ``state/spending.json`` as the ledger wrote it before its rows were typed (``RunnerCounts``): the same old file
+#: counted on the same way must give these bytes (the file on disk does not change with the types).
+OLD_STATE = {
+    "runners": {
+        "A": {
+            "day": "2026-12-02",
+            "day_tokens": 900,
+            "day_cost": 0.01,
+            "day_estimated": True,
+            "day_refused": {"daily_tokens": 2},
+            "month": "2026-12",
+            "month_tokens": 900,
+            "month_cost": 0.01,
+            "month_estimated": True,
+            "month_refused": {},
+            "told": {"daily_tokens": "2026-12-02"},
+        },
+        "B": {
+            "day": "2026-12-03",
+            "day_tokens": 5,
+            "day_cost": 0.0,
+            "day_estimated": False,
+            "day_refused": [],
+            "month": "2026-11",
+            "month_tokens": 7,
+            "month_cost": 0.0,
+            "month_estimated": False,
+        },
+    }
+}
+STATE_AFTER = (
+    '{\n "runners": {\n  "A": {\n   "day": "2026-12-03",\n   "day_cost": 0.0046,\n   "day_estimated": false,\n'
+    '   "day_refused": {\n    "daily_tokens": 1\n   },\n   "day_tokens": 1100,\n   "month": "2026-12",\n'
+    '   "month_cost": 0.0146,\n   "month_estimated": true,\n   "month_refused": {},\n   "month_tokens": 2000,\n'
+    '   "told": {\n    "daily_tokens": "2026-12-03"\n   }\n  },\n  "B": {\n   "day": "2026-12-03",\n'
+    '   "day_cost": 0.0,\n   "day_estimated": false,\n   "day_refused": {},\n   "day_tokens": 5,\n'
+    '   "month": "2026-12",\n   "month_cost": 0.0,\n   "month_estimated": false,\n   "month_refused": {},\n'
+    '   "month_tokens": 0\n  }\n }\n}\n'
+)
+
+
+def test_an_old_spending_file_is_counted_on_and_written_back_byte_for_byte_as_before(workspace):
+    """A new day for A (its day counts start again, the month's go on), a new month for B (and its hand-broken
+    ``day_refused`` list read as none), a call that reaches A's cap (told once) and a refused one: the file is
+    the one the ledger wrote before its rows had a type."""
+    import json
+
+    from assistant_framework.config.settings import RunnerSettings
+    from assistant_framework.config.settings.fields import read_record
+
+    workspace.write_text(STATE_FILE, json.dumps(OLD_STATE))
+    told: list[str] = []
+    ledger = SpendingLedger(
+        workspace,
+        "Europe/Berlin",
+        clock=lambda: datetime(2026, 12, 3, 9, 30, tzinfo=BERLIN),
+        capped=lambda use, next_runner: told.append(use.cap),
+    )
+    a = read_record(
+        RunnerSettings,
+        {
+            "name": "A",
+            "base_url": "http://127.0.0.1:1/v1",
+            "model": "m",
+            "price": {"input_per_mtok": 2.0, "output_per_mtok": 8.0},
+            "limits": {"daily_tokens": 1000, "monthly_cost": 1.0},
+        },
+    )
+    b = read_record(
+        RunnerSettings, {"name": "B", "base_url": "http://127.0.0.1:1/v1", "model": "m", "limits": {"daily_tokens": 10}}
+    )
+    ledger.record(a, CallTokens(prompt=700, completion=400))
+    ledger.record(b, CallTokens(prompt=0, completion=0), estimate=CallTokens(prompt=3, completion=0), answer="four")
+    blocked = ledger.blocking(a, background=False)
+    assert blocked is not None and blocked.cap == "daily_tokens"
+    ledger.skipped(blocked, "B")
+    assert workspace.read_text(STATE_FILE) == STATE_AFTER
+    assert told == ["daily_tokens"]
