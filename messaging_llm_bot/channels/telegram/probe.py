@@ -12,6 +12,7 @@ from typing import Any
 import requests
 
 from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.telegram.settings import OFFICIAL_BASE_URL
 
 #: A Bot API answer to getMe/getUpdates larger than this is refused.
@@ -28,13 +29,13 @@ class ApiAnswer:
     """One Bot API call: ``ok`` with its ``result``, or a one-line ``error`` (never the token)."""
 
     ok: bool
-    result: Any = None
+    result: Any = None  # the answer's JSON: getMe's object, getUpdates' list
     error: str = ""
     status: int | None = None
 
 
 def call(
-    token: str, method: str, params: dict[str, Any] | None = None, *, base_url: str | None = None, timeout: float = 10.0
+    token: str, method: str, params: JsonObject | None = None, *, base_url: str | None = None, timeout: float = 10.0
 ) -> ApiAnswer:
     """POST ``{base_url}{token}/{method}``; never raises, never puts the token in the error."""
     base = base_url or OFFICIAL_BASE_URL
@@ -77,9 +78,18 @@ def get_me(token: str, *, base_url: str | None = None, timeout: float = 10.0) ->
     return call(token, "getMe", base_url=base_url, timeout=timeout)
 
 
-def senders(updates: list[Any]) -> list[dict[str, Any]]:
-    """The distinct private-chat senders of ``getUpdates`` results: ``{"id", "name", "text"}``, newest last."""
-    found: dict[int, dict[str, Any]] = {}
+@dataclass(frozen=True)
+class Sender:
+    """Someone who wrote to the bot in a private chat: their id, name and words."""
+
+    id: int
+    name: str
+    text: str
+
+
+def senders(updates: list[JsonObject]) -> list[Sender]:
+    """The distinct private-chat senders of ``getUpdates`` results, newest last."""
+    found: dict[int, Sender] = {}
     for update in updates or []:
         message = update.get("message") or update.get("edited_message") or {}
         user = message.get("from") or {}
@@ -91,10 +101,5 @@ def senders(updates: list[Any]) -> list[dict[str, Any]]:
             or str(user["id"])
         )
         found.pop(user["id"], None)
-        found[user["id"]] = {
-            "id": user["id"],
-            "name": name,
-            "username": user.get("username"),
-            "text": message.get("text") or "",
-        }
+        found[user["id"]] = Sender(user["id"], name, message.get("text") or "")
     return list(found.values())

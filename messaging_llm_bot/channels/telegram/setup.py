@@ -7,14 +7,17 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from assistant_framework.config import TOKEN_ENV
 from assistant_framework.config.env import env_value
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
 
 # The Bot API calls (channels/telegram/probe.py) are imported by the steps that make them: every `assistant`
 # command reads this module for its flags.
+if TYPE_CHECKING:
+    from messaging_llm_bot.channels.telegram.probe import Sender
 
 #: A bot token as @BotFather gives it: the bot's id, a colon, then letters, digits, ``_`` and ``-``.
 TOKEN_FORM = re.compile(r"\d{1,20}:[A-Za-z0-9_-]{1,100}")
@@ -97,7 +100,7 @@ class TelegramSteps(Steps):
         except BotApiAddressError as exc:
             raise SetupError(f"--telegram-base-url: {exc}") from None
 
-    def telegram(self) -> tuple[str, dict[str, Any]] | None:
+    def telegram(self) -> tuple[str, JsonObject] | None:
         """The token checked with getMe; None to run without Telegram (terminal chat only) or to keep
         the token (and the allowlist) already configured."""
         from messaging_llm_bot.channels.telegram.probe import get_me
@@ -155,7 +158,7 @@ class TelegramSteps(Steps):
         typed = self.io.secret("Bot token (empty: keep the current one): ").strip()
         return (typed, False, False) if typed else (self.current_token, False, True)
 
-    def _accepted(self, token: str, me: dict[str, Any], base_url: str | None, *, written: bool) -> None:
+    def _accepted(self, token: str, me: JsonObject, base_url: str | None, *, written: bool) -> None:
         """The token getMe accepted: said, and written to the config (``written``: not the environment's or
         the kept one), with the Bot API server's address when one was given."""
         from messaging_llm_bot.channels.telegram.settings import bot_api_urls
@@ -167,7 +170,7 @@ class TelegramSteps(Steps):
             self.settings.append(("telegram.base_url", base_url))
             self.settings.append(("telegram.base_file_url", bot_api_urls(base_url)[1]))
 
-    def owner(self, token: str, me: dict[str, Any]) -> list[int]:
+    def owner(self, token: str, me: JsonObject) -> list[int]:
         """The allowlist: the owner's numeric id first (given, typed, or read from the first private
         message sent to the bot), then whoever the allowlist already held."""
         current = list(self.current_ids)
@@ -190,7 +193,7 @@ class TelegramSteps(Steps):
             owner = int(typed) if typed not in ("", "find") else self._read_owner(token, me)
         return [owner, *(i for i in current if i != owner)]
 
-    def _read_owner(self, token: str, me: dict[str, Any]) -> int:
+    def _read_owner(self, token: str, me: JsonObject) -> int:
         """The id of the first private message sent to the bot within ``--wait`` seconds."""
         from messaging_llm_bot.channels.telegram.probe import call, senders
 
@@ -220,12 +223,12 @@ class TelegramSteps(Steps):
             if time.monotonic() >= deadline:
                 raise SetupError("Telegram: no message arrived; run setup again, or pass --owner-id ID")
 
-    def _pick_sender(self, found: list[dict[str, Any]]) -> int:
+    def _pick_sender(self, found: list[Sender]) -> int:
         if len(found) > 1 and not self.io.interactive:
-            names = ", ".join(f"{s['name']} ({s['id']})" for s in found)
+            names = ", ".join(f"{s.name} ({s.id})" for s in found)
             raise SetupError(f"Telegram: several people wrote to the bot ({names}); pass --owner-id ID")
-        said = [f"{s['name']} (id {s['id']}): {s['text'][:40]!r}" for s in found]
+        said = [f"{s.name} (id {s.id}): {s.text[:40]!r}" for s in found]
         if len(found) == 1:
             self.io.say(f"Telegram: got a message from {said[0]}")
-            return int(found[0]["id"])
-        return int(found[self.io.choose("Which one is you", said)]["id"])
+            return found[0].id
+        return found[self.io.choose("Which one is you", said)].id
