@@ -6,14 +6,6 @@ from mutation_list.common import BOT, DISCORD, DISCORD_BOT, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
-        "discord-allowlist-open",
-        f"{BOT}/channels/discord/settings.py",
-        "        return user in self.allowed",
-        "        return True",
-        "any Discord user who writes to the bot is answered, with no pairing code",
-        DISCORD_BOT,
-    ),
-    Mutation(
         "discord-mention-mode-off",
         f"{BOT}/channels/discord/message.py",
         "        if not any(user.id == bot_id for user in message.mentions):",

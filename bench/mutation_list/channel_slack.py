@@ -40,7 +40,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "slack-signature-unchecked",
         "messaging_llm_bot/channels/slack/webhook.py",
-        "        if not signed(webhook.config().signing_secret, body, stamp, signature):",
+        "        if not signed(webhook.signing_secret(), body, stamp, signature):",
         "        if False:",
         "anyone who finds the request URL posts events as the owner: they reach the model with the owner's data",
         SLACK_BOT,

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from mutation_list.common import AF, AGENT_SKILLS, MCP_CLI, MCP_SECRETS, REDACTION, Mutation
+from mutation_list.common import AF, AGENT_SKILLS, DISCORD_BOT, MCP_CLI, MCP_SECRETS, REDACTION, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
+    # -- who a chat channel answers: the Matrix, WhatsApp, Slack and Discord records (settings/allowlist.py) --
+    Mutation(
+        "discord-allowlist-open",
+        f"{AF}/config/settings/allowlist.py",
+        "        return sender in self.allowed_ids",
+        "        return True",
+        "any Discord user who writes to the bot is answered, with no pairing code",
+        DISCORD_BOT,
+    ),
     # -- config show and the secret-key pattern (config/env.py) ----------------------------------------
     Mutation(
         "env-secret-case",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from assistant_framework.config.settings.allowlist import Allowlist
 from assistant_framework.config.settings.fields import (
     flag,
     maybe,
@@ -105,7 +106,7 @@ class SignalSettings:
 
 
 @dataclass(frozen=True)
-class MatrixSettings:
+class MatrixSettings(Allowlist):
     """The ``matrix`` section (docs/matrix.md)."""
 
     enabled: bool = field(default=False, metadata=reads(flag))
@@ -135,18 +136,6 @@ class MatrixSettings:
     def homeserver_url(self) -> str:
         """``homeserver`` without a trailing slash: the client-server API's paths follow it."""
         return self.homeserver.rstrip("/")
-
-    @property
-    def owner_id(self) -> str | None:
-        """Whose direct room sees the owner's data: ``owner``, else the first of ``allowed``, else None."""
-        return self.owner or (self.allowed[0] if self.allowed else None)
-
-    def allows(self, user_id: str) -> bool:
-        """Deny by default: only the ids in ``allowed`` (the homeserver proves the sender)."""
-        return user_id in self.allowed
-
-    def is_owner(self, user_id: str) -> bool:
-        return self.owner_id is not None and user_id == self.owner_id and self.allows(user_id)
 
     # The bot needs its server and its own account to log in.
     SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from assistant_framework.config.settings.allowlist import Allowlist
 from assistant_framework.config.settings.fields import flag, maybe, number, reads, strings, text
 from assistant_framework.config.settings.readers import HTTP_URL, OPTIONAL_ENV_NAME, pattern
 
@@ -13,7 +14,7 @@ USER_ID = pattern("^[0-9]{17,20}$", "a Discord user id (80351110224678912)")
 
 
 @dataclass(frozen=True)
-class DiscordSettings:
+class DiscordSettings(Allowlist):
     """The ``discord`` section."""
 
     enabled: bool = field(default=False, metadata=reads(flag))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from assistant_framework.config.settings.allowlist import Allowlist
 from assistant_framework.config.settings.fields import flag, maybe, nests, number, reads, strings, text, whole
 from assistant_framework.config.settings.readers import (
     HTTP_URL,
@@ -35,7 +36,7 @@ class SlackWebhookSettings:
 
 
 @dataclass(frozen=True)
-class SlackSettings:
+class SlackSettings(Allowlist):
     """The ``slack`` section."""
 
     enabled: bool = field(default=False, metadata=reads(flag))

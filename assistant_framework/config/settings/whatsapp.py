@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from assistant_framework.config.settings.allowlist import Allowlist
 from assistant_framework.config.settings.fields import flag, maybe, nests, reads, strings, text, whole
 from assistant_framework.config.settings.readers import (
     CLOCK_TIME,
@@ -52,7 +53,7 @@ class WhatsAppTemplateSettings:
 
 
 @dataclass(frozen=True)
-class WhatsAppSettings:
+class WhatsAppSettings(Allowlist):
     """The ``whatsapp`` section."""
 
     enabled: bool = field(default=False, metadata=reads(flag))
@@ -83,25 +84,9 @@ class WhatsAppSettings:
     typing: bool = field(default=True, metadata=reads(flag))
     morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
 
-    @property
-    def allowed_ids(self) -> tuple[str, ...]:
-        """``allowed`` as WhatsApp's ids (``wa_id``: the digits), as Meta names a message's sender."""
-        return tuple(wa_id(number) for number in self.allowed)
-
-    @property
-    def owner_id(self) -> str | None:
-        """The owner's ``wa_id``: ``owner``, else the first of ``allowed``, else None."""
-        if self.owner:
-            return wa_id(self.owner)
-        allowed = self.allowed_ids
-        return allowed[0] if allowed else None
-
-    def allows(self, number: str) -> bool:
-        """Deny by default: only the numbers in ``allowed`` (the signed webhook proves the sender)."""
-        return number in self.allowed_ids
-
-    def is_owner(self, number: str) -> bool:
-        return self.owner_id is not None and number == self.owner_id and self.allows(number)
+    def id_of(self, configured: str) -> str:
+        """A configured number as Meta names a message's sender: its ``wa_id`` (the digits)."""
+        return wa_id(configured)
 
     # The channel needs its number's id, the app secret to check signatures and a verify token for the handshake.
     SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(

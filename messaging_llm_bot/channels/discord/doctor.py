@@ -3,7 +3,8 @@ token works (``GET /users/@me``) and its application has the message content int
 
 from __future__ import annotations
 
-from messaging_llm_bot.channels.discord.settings import DiscordConfig
+from assistant_framework.config.settings import DiscordSettings
+from messaging_llm_bot.channels.discord.settings import DiscordToken, api_url
 from messaging_llm_bot.channels.doctor import FAIL, Check, Context, allowed_check, library_missing, verdict
 
 DOCS = "docs/discord.md"
@@ -13,20 +14,23 @@ def checks(ctx: Context) -> list[Check]:
     settings = ctx.settings
     if not settings.discord.enabled:
         return []
-    config = DiscordConfig.from_settings(settings)
-    lines = [allowed_check("discord.allowed", "80351110224678912", config.allowed, config.owner, note="(your user id)")]
+    config = settings.discord
+    token = DiscordToken.of(config)
+    lines = [
+        allowed_check("discord.allowed", "80351110224678912", config.allowed, config.owner_id, note="(your user id)")
+    ]
     missing = library_missing("discord library", "discord", "discord.py", "discord")
     if missing:
         return [*lines, missing]
-    if config.problem:
-        return [*lines, Check("discord token", FAIL, config.problem, f"set it as {DOCS} says")]
-    return [*lines, *_token(config)]
+    if token.problem:
+        return [*lines, Check("discord token", FAIL, token.problem, f"set it as {DOCS} says")]
+    return [*lines, *_token(config, token.bot_token)]
 
 
-def _token(config: DiscordConfig) -> list[Check]:
+def _token(config: DiscordSettings, bot_token: str) -> list[Check]:
     from messaging_llm_bot.channels.discord.probe import probe_token
 
-    reached = probe_token(config.base_url, config.bot_token)
+    reached = probe_token(api_url(config), bot_token)
     token = verdict(
         "discord token",
         reached.problem,

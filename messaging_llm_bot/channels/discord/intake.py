@@ -12,11 +12,11 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
+from assistant_framework.config.settings import DiscordSettings
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of
-from messaging_llm_bot.channels.discord.settings import DiscordConfig
 from messaging_llm_bot.channels.discord.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
@@ -43,7 +43,7 @@ class IntakeHost(Protocol):
     storage: StorageOutage
 
     @property
-    def config(self) -> DiscordConfig: ...
+    def config(self) -> DiscordSettings: ...
 
 
 class Intake:

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import DiscordSettings
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.contract import DeliveryError, TextOut
@@ -23,7 +23,7 @@ from messaging_llm_bot.channels.discord.api import DiscordUnavailable, call
 from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.gateway import INTENTS_HELP, log_in, make_client
 from messaging_llm_bot.channels.discord.intake import Intake
-from messaging_llm_bot.channels.discord.settings import PREFIX, DiscordConfig, conversation_of
+from messaging_llm_bot.channels.discord.settings import PREFIX, DiscordToken, api_url, conversation_of
 from messaging_llm_bot.channels.discord.turn import TurnRunner, address_of
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.notices import notify_from_thread
@@ -54,7 +54,6 @@ class DiscordService(ChannelService):
     ) -> None:
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.owner_dm = ""  # the owner's DM channel: jobs, reminders and notices go there
-        self._config: tuple[Settings, DiscordConfig] | None = None
         self._gateway: asyncio.Task[None] | None = None
         self.client: discord.Client | None = None
         self.inbox: Inbox
@@ -62,17 +61,15 @@ class DiscordService(ChannelService):
         self.turns: TurnRunner
 
     @property
-    def config(self) -> DiscordConfig:
+    def config(self) -> DiscordSettings:
         """The ``discord`` record of the runtime's current settings: a ``/reload`` changes the allowlist, the owner
         and streaming at once (the rest needs a restart: config/reloadable.py)."""
-        current = self.runtime.settings
-        if self._config is None or self._config[0] is not current:
-            self._config = (current, DiscordConfig.from_settings(current))
-        return self._config[1]
+        return self.runtime.settings.discord
 
     def problem(self) -> str | None:
-        if self.config.problem:
-            return f"discord: cannot start: {self.config.problem}"
+        problem = DiscordToken.of(self.config).problem
+        if problem:
+            return f"discord: cannot start: {problem}"
         if importlib.util.find_spec("discord") is None:
             return "discord: cannot start: the Discord channel needs discord.py: pip install -e '.[discord]'"
         return None
@@ -83,8 +80,8 @@ class DiscordService(ChannelService):
     async def serve(self) -> None:
         config = self.config
         self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
-        self.client = make_client(config.base_url, lambda message: intake.take(message))  # intake: made below
-        self.channel = DiscordChannel(self.client, config.base_url, lambda: self.config.owner)
+        self.client = make_client(api_url(config), lambda message: intake.take(message))  # intake: made below
+        self.channel = DiscordChannel(self.client, api_url(config), lambda: self.config.owner_id)
         self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         intake = Intake(self)
         await intake.strangers.load()
@@ -116,7 +113,7 @@ class DiscordService(ChannelService):
         import discord
 
         try:
-            await log_in(client, self.config.bot_token)
+            await log_in(client, DiscordToken.of(self.config).bot_token)
         except discord.LoginFailure:
             raise StartFailed("Discord refused the bot token (401): copy it again from the Bot page") from None
         except (discord.HTTPException, discord.GatewayNotFound, OSError) as err:
@@ -142,7 +139,7 @@ class DiscordService(ChannelService):
 
     async def _owner_dm(self, client: discord.Client) -> None:
         """The owner's DM (kept for the run): jobs, reminders and notices go there."""
-        owner = self.config.owner
+        owner = self.config.owner_id
         if not owner:
             return
         try:

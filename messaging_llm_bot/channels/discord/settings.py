@@ -1,4 +1,5 @@
-"""The ``discord`` config section as the channel uses it, and its conversation ids.
+"""The ``discord`` section's token as the channel uses it, and its conversation ids (the rest of the section the
+channel reads from its record, ``DiscordSettings``).
 
 Pure functions only: no network, no files (the token's environment variable is read here, once per load or
 ``/reload``). A conversation is a Discord channel: ``dc:<channel id>``; a thread is a channel of its own in
@@ -8,9 +9,10 @@ Discord, so a thread is its own conversation without a mark.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import DiscordSettings
 
 PREFIX = "dc:"
 
@@ -25,21 +27,16 @@ def channel_of(conversation_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class DiscordConfig:
-    """What the channel uses of the ``discord`` record, defaults applied."""
+class DiscordToken:
+    """The bot token the ``discord`` record names, read from its environment variable once per load or
+    ``/reload``, and why the channel cannot run (no token), else ``""``."""
 
     bot_token: str = field(repr=False)
-    allowed: tuple[str, ...]
-    owner: str | None  # default: the first allowed
-    base_url: str
-    stream: bool
-    edit_interval: float  # seconds between two edits of a growing answer
-    problem: str = ""  # why it cannot run (no token), else ""
+    problem: str = ""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DiscordConfig:
-        dc = settings.discord
-        token = os.environ.get(dc.bot_token_env, "") if dc.bot_token_env else dc.bot_token
+    def of(cls, dc: DiscordSettings, environ: Mapping[str, str] = os.environ) -> DiscordToken:
+        token = environ.get(dc.bot_token_env, "") if dc.bot_token_env else dc.bot_token
         problem = ""
         if not token:
             problem = (
@@ -47,19 +44,9 @@ class DiscordConfig:
                 if dc.bot_token_env
                 else "discord: no bot_token_env or bot_token"
             )
-        return cls(
-            bot_token=token,
-            allowed=dc.allowed,
-            owner=dc.owner or (dc.allowed[0] if dc.allowed else None),
-            base_url=dc.base_url.rstrip("/"),
-            stream=dc.stream,
-            edit_interval=dc.edit_interval_seconds,
-            problem=problem,
-        )
+        return cls(bot_token=token, problem=problem)
 
-    def allows(self, user: str) -> bool:
-        """Deny by default: only the user ids in ``discord.allowed`` (the gateway proves who wrote)."""
-        return user in self.allowed
 
-    def is_owner(self, user: str) -> bool:
-        return self.owner is not None and user == self.owner and self.allows(user)
+def api_url(dc: DiscordSettings) -> str:
+    """``discord.base_url`` without a trailing ``/``: the REST API's paths follow it."""
+    return dc.base_url.rstrip("/")

@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Callable
 from functools import partial
 
+from assistant_framework.config.settings import DiscordSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.channels.contract import Address, DeliveryError
@@ -23,7 +24,7 @@ from messaging_llm_bot.channels.discord.files import save_files
 from messaging_llm_bot.channels.discord.format import CAPABILITIES
 from messaging_llm_bot.channels.discord.live import DiscordLive
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of_payload
-from messaging_llm_bot.channels.discord.settings import DiscordConfig, channel_of
+from messaging_llm_bot.channels.discord.settings import api_url, channel_of
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received
@@ -42,21 +43,21 @@ class TurnRunner(ChatTurns):
     MAX_FILE_BYTES = CAPABILITIES.max_file_bytes
 
     def __init__(
-        self, runtime: Runtime, inbox: Inbox, channel: DiscordChannel, config: Callable[[], DiscordConfig]
+        self, runtime: Runtime, inbox: Inbox, channel: DiscordChannel, config: Callable[[], DiscordSettings]
     ) -> None:
         super().__init__(runtime, inbox, "discord")
         self.platform = channel
         self._config = config
 
     @property
-    def config(self) -> DiscordConfig:
+    def config(self) -> DiscordSettings:
         return self._config()
 
     def address_of(self, conversation_id: str) -> Address:
         return address_of(conversation_id)
 
     def job_user(self, to: Address) -> str:
-        return self.config.owner or ""
+        return self.config.owner_id or ""
 
     def message(self, item: InboxItem) -> TurnMessage | None:
         msg = message_of_payload(item.payload)
@@ -64,7 +65,7 @@ class TurnRunner(ChatTurns):
             return None
         from_owner = self.config.is_owner(msg.user)
         # Someone's files: outside content, in the chat's own area (the owner's memory in their DM).
-        save = partial(save_files, self.config.base_url, msg, self.runtime.settings)
+        save = partial(save_files, api_url(self.config), msg, self.runtime.settings)
         received = Received("document", save=save) if msg.files else Received("text", msg.text)
         # Only the owner's own DM sees the owner's data.
         return TurnMessage(
@@ -80,7 +81,7 @@ class TurnRunner(ChatTurns):
     async def shows(self, item: InboxItem, msg: TurnMessage) -> Shows:
         stream = self.config.stream and self.runtime.settings.llm.stream
         live = DiscordLive(self.platform, msg.to.chat_id)
-        return self.live_progress(item, live, stream=stream, edit_interval=self.config.edit_interval)
+        return self.live_progress(item, live, stream=stream, edit_interval=self.config.edit_interval_seconds)
 
     def approver(self, item: InboxItem, msg: TurnMessage, loop: asyncio.AbstractEventLoop) -> ApproveCallback:
         return self.platform.approvals.approver(item.conversation_id, loop)

@@ -5,6 +5,7 @@ connection (``apps.connections.open``), else the running bot's request URL answe
 
 from __future__ import annotations
 
+from assistant_framework.config.settings import SlackSettings
 from messaging_llm_bot.channels.doctor import (
     FAIL,
     Check,
@@ -15,7 +16,7 @@ from messaging_llm_bot.channels.doctor import (
     local_url,
     verdict,
 )
-from messaging_llm_bot.channels.slack.settings import SlackConfig
+from messaging_llm_bot.channels.slack.settings import SlackSecrets, api_url
 
 DOCS = "docs/slack.md"
 REQUEST_URL = Handshake(
@@ -33,37 +34,40 @@ def checks(ctx: Context) -> list[Check]:
     settings = ctx.settings
     if not settings.slack.enabled:
         return []
-    config = SlackConfig.from_settings(settings)
-    lines = [allowed_check("slack.allowed", "U024BE7LH", config.allowed, config.owner, note="(your member id)")]
+    config = settings.slack
+    secrets = SlackSecrets.of(config)
+    lines = [allowed_check("slack.allowed", "U024BE7LH", config.allowed, config.owner_id, note="(your member id)")]
     missing = library_missing("slack sdk", "slack_sdk", "slack-sdk", "slack")
     if missing:
         return [*lines, missing]
-    if config.problem:
-        return [*lines, Check("slack secrets", FAIL, config.problem, f"set them as {DOCS} says")]
-    return [*lines, _token(config), _app_token(config) if config.socket_mode else _request_url(config)]
+    if secrets.problem:
+        return [*lines, Check("slack secrets", FAIL, secrets.problem, f"set them as {DOCS} says")]
+    events = _app_token(config, secrets) if config.socket_mode else _request_url(config, secrets)
+    return [*lines, _token(config, secrets), events]
 
 
-def _token(config: SlackConfig) -> Check:
+def _token(config: SlackSettings, secrets: SlackSecrets) -> Check:
     from messaging_llm_bot.channels.slack.probe import probe_token
 
-    reached = probe_token(config.base_url, config.bot_token)
+    reached = probe_token(api_url(config), secrets.bot_token)
     ok = f"the token is the bot {reached.bot} in {reached.team}"
     return verdict("slack token", reached.problem, ok, f"copy the bot token (xoxb-) again ({DOCS})")
 
 
-def _app_token(config: SlackConfig) -> Check:
+def _app_token(config: SlackSettings, secrets: SlackSecrets) -> Check:
     from messaging_llm_bot.channels.slack.probe import probe_app_token
 
     return verdict(
         "slack app token",
-        probe_app_token(config.base_url, config.app_token),
+        probe_app_token(api_url(config), secrets.app_token),
         "the app-level token opens a Socket Mode connection",
         f"copy the app-level token (xapp-, connections:write) again ({DOCS})",
     )
 
 
-def _request_url(config: SlackConfig) -> Check:
+def _request_url(config: SlackSettings, secrets: SlackSecrets) -> Check:
     from messaging_llm_bot.channels.slack.probe import verify_url
 
-    url = local_url(config.listen, config.port, config.path)
-    return REQUEST_URL.check(url, config.port, lambda url: verify_url(url, config.signing_secret))
+    hook = config.webhook
+    url = local_url(hook.listen, hook.port, hook.path)
+    return REQUEST_URL.check(url, hook.port, lambda url: verify_url(url, secrets.signing_secret))

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
+from assistant_framework.config.settings import SlackSettings
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.slack.buttons import press_of
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_event
-from messaging_llm_bot.channels.slack.settings import SlackConfig
 from messaging_llm_bot.channels.slack.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
@@ -41,7 +41,7 @@ class IntakeHost(Protocol):
     bot_user: str
 
     @property
-    def config(self) -> SlackConfig: ...
+    def config(self) -> SlackSettings: ...
 
 
 class Intake:

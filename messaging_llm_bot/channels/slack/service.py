@@ -15,7 +15,7 @@ import logging
 import signal
 from collections.abc import Sequence
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import SlackSettings
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.agent.guard import ApprovalRequest
@@ -23,7 +23,7 @@ from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.slack.api import SlackClient, SlackUnavailable
 from messaging_llm_bot.channels.slack.channel import SlackChannel
 from messaging_llm_bot.channels.slack.intake import Intake
-from messaging_llm_bot.channels.slack.settings import PREFIX, SlackConfig, conversation_of
+from messaging_llm_bot.channels.slack.settings import PREFIX, SlackSecrets, api_url, conversation_of
 from messaging_llm_bot.channels.slack.socketmode import AppTokenRefused, SocketMode
 from messaging_llm_bot.channels.slack.turn import TurnRunner, address_of
 from messaging_llm_bot.channels.slack.webhook import Webhook
@@ -58,30 +58,36 @@ class SlackService(ChannelService):
         self.socket: SocketMode | None = None  # slack.socket_mode: the events over a websocket instead
         self.bot_user = ""  # the bot's own user id (auth.test): its own messages are passed over
         self.owner_dm = ""  # the owner's DM channel (conversations.open): jobs, reminders and notices go there
-        self._config: tuple[Settings, SlackConfig] | None = None
+        self._secrets: tuple[SlackSettings, SlackSecrets] | None = None
         self.inbox: Inbox
         self.channel: SlackChannel
         self.turns: TurnRunner
 
     @property
-    def config(self) -> SlackConfig:
+    def config(self) -> SlackSettings:
         """The ``slack`` record of the runtime's current settings: a ``/reload`` changes the allowlist, the owner
         and streaming at once (the rest needs a restart: config/reloadable.py)."""
-        current = self.runtime.settings
-        if self._config is None or self._config[0] is not current:
-            self._config = (current, SlackConfig.from_settings(current))
-        return self._config[1]
+        return self.runtime.settings.slack
+
+    @property
+    def secrets(self) -> SlackSecrets:
+        """The secrets the current record names, read from the environment once per load or ``/reload``."""
+        current = self.config
+        if self._secrets is None or self._secrets[0] is not current:
+            self._secrets = (current, SlackSecrets.of(current))
+        return self._secrets[1]
 
     def problem(self) -> str | None:
-        if self.config.problem:
-            return f"slack: cannot start: {self.config.problem}"
+        if self.secrets.problem:
+            return f"slack: cannot start: {self.secrets.problem}"
         if importlib.util.find_spec("slack_sdk") is None:
             return "slack: cannot start: the Slack channel needs slack-sdk: pip install -e '.[slack]'"
         return None
 
     def known_error(self, err: Exception) -> str | None:
         if isinstance(err, OSError):
-            return f"slack: the request URL cannot listen on {self.config.listen}:{self.config.port}: {err}"
+            hook = self.config.webhook
+            return f"slack: the request URL cannot listen on {hook.listen}:{hook.port}: {err}"
         if isinstance(err, (BotTokenRefused, DeliveryError)):
             return f"slack: cannot start: Slack refused the bot token, slack.bot_token_env ({err})"
         if isinstance(err, AppTokenRefused):
@@ -97,7 +103,7 @@ class SlackService(ChannelService):
             if err.token_refused:
                 raise BotTokenRefused(str(err)) from None
             log.warning("slack: auth.test failed (%s); going on", err)
-        owner = self.config.owner
+        owner = self.config.owner_id
         if owner:
             try:
                 self.owner_dm = await client.open_dm(owner)
@@ -111,7 +117,7 @@ class SlackService(ChannelService):
         loop = asyncio.get_running_loop()
         config = self.config
         self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
-        client = SlackClient(config.base_url, config.bot_token)
+        client = SlackClient(api_url(config), self.secrets.bot_token)
         self.channel = SlackChannel(client)
         self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         await self._who(client)
@@ -140,11 +146,11 @@ class SlackService(ChannelService):
         """Events in: Socket Mode connected, or the Events API's request URL listening."""
         config = self.config
         if config.socket_mode:
-            self.socket = SocketMode(config, intake.take, intake.act)
+            self.socket = SocketMode(config, self.secrets.app_token, intake.take, intake.act)
             await self.socket.start()
             log.info("slack: taking events over Socket Mode for %s", list(config.allowed))
             return
-        self.webhook = Webhook(lambda: self.config, intake.take, intake.act)
+        self.webhook = Webhook(lambda: self.config, lambda: self.secrets.signing_secret, intake.take, intake.act)
         self.webhook.start()
         log.info("slack: serving the Events API on %s for %s", self.webhook.url, list(config.allowed))
 

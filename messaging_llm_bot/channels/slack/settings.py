@@ -1,4 +1,5 @@
-"""The ``slack`` config section as the channel uses it, and its conversation ids.
+"""The ``slack`` section's secrets as the channel uses them, and its conversation ids (the rest of the section
+the channel reads from its record, ``SlackSettings``).
 
 Pure functions only: no network, no files (the token's and the signing secret's environment variables are read
 here, once per load or ``/reload``). A DM or channel is ``sl:<channel id>``; a thread in it is
@@ -8,9 +9,10 @@ here, once per load or ``/reload``). A DM or channel is ``sl:<channel id>``; a t
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import SlackSettings
 
 PREFIX = "sl:"
 THREAD_MARK = "|"
@@ -28,31 +30,20 @@ def place_of(conversation_id: str) -> tuple[str, str | None]:
 
 
 @dataclass(frozen=True)
-class SlackConfig:
-    """What the channel uses of the ``slack`` record, defaults applied."""
+class SlackSecrets:
+    """The tokens and the signing secret the ``slack`` record names, read from their environment variables once
+    per load or ``/reload``, and why the channel cannot run (one missing), else ``""``."""
 
     bot_token: str = field(repr=False)
     signing_secret: str = field(repr=False)
     app_token: str = field(repr=False)  # Socket Mode's app-level token (xapp-...), else ""
-    allowed: tuple[str, ...]
-    owner: str | None  # default: the first allowed
-    listen: str
-    port: int
-    path: str
-    max_body_bytes: int
-    per_minute: int
-    base_url: str
-    stream: bool
-    socket_mode: bool
-    edit_interval: float  # seconds between two edits of a growing answer
-    problem: str = ""  # why it cannot run (a secret's variable unset), else ""
+    problem: str = ""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> SlackConfig:
-        sl = settings.slack
-        token = os.environ.get(sl.bot_token_env, "") if sl.bot_token_env else sl.bot_token
-        secret = os.environ.get(sl.signing_secret_env, "") if sl.signing_secret_env else ""
-        app_token = os.environ.get(sl.app_token_env, "") if sl.app_token_env else ""
+    def of(cls, sl: SlackSettings, environ: Mapping[str, str] = os.environ) -> SlackSecrets:
+        token = environ.get(sl.bot_token_env, "") if sl.bot_token_env else sl.bot_token
+        secret = environ.get(sl.signing_secret_env, "") if sl.signing_secret_env else ""
+        app_token = environ.get(sl.app_token_env, "") if sl.app_token_env else ""
         problems = []
         if not token:
             problems.append(
@@ -68,30 +59,12 @@ class SlackConfig:
                 if sl.signing_secret_env
                 else "slack: no signing_secret_env (every request Slack sends is checked with the signing secret)"
             )
-        return cls(
-            bot_token=token,
-            signing_secret=secret,
-            app_token=app_token,
-            allowed=sl.allowed,
-            owner=sl.owner or (sl.allowed[0] if sl.allowed else None),
-            listen=sl.webhook.listen,
-            port=sl.webhook.port,
-            path=sl.webhook.path,
-            max_body_bytes=sl.webhook.max_body_bytes,
-            per_minute=sl.webhook.per_minute,
-            base_url=sl.base_url if sl.base_url.endswith("/") else sl.base_url + "/",
-            stream=sl.stream,
-            socket_mode=sl.socket_mode,
-            edit_interval=sl.edit_interval_seconds,
-            problem="; ".join(problems),
-        )
+        return cls(bot_token=token, signing_secret=secret, app_token=app_token, problem="; ".join(problems))
 
-    def allows(self, user: str) -> bool:
-        """Deny by default: only the users in ``slack.allowed`` (the signed request proves Slack sent it)."""
-        return user in self.allowed
 
-    def is_owner(self, user: str) -> bool:
-        return self.owner is not None and user == self.owner and self.allows(user)
+def api_url(sl: SlackSettings) -> str:
+    """``slack.base_url`` ending in ``/``, as slack-sdk joins a method's name to it."""
+    return sl.base_url if sl.base_url.endswith("/") else sl.base_url + "/"
 
 
 def app_token_problems(variable: str, token: str) -> list[str]:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from assistant_framework.config.settings import SlackSettings
 from assistant_framework.serve.clients import PerMinute
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.slack.api import TIMEOUT_SECONDS, SlackUnavailable, failure
-from messaging_llm_bot.channels.slack.settings import SlackConfig
+from messaging_llm_bot.channels.slack.settings import api_url
 from messaging_llm_bot.channels.slack.webhook import Take
 
 log = logging.getLogger(__name__)
@@ -72,11 +73,12 @@ class AppTokenRefused(Exception):
 class SocketMode:
     """The running Socket Mode connection; ``start`` and ``stop`` on the channel's event loop."""
 
-    def __init__(self, config: SlackConfig, take: Take, act: Take) -> None:
+    def __init__(self, config: SlackSettings, app_token: str, take: Take, act: Take) -> None:
         self.config = config
+        self.app_token = app_token
         self.take = take
         self.act = act
-        self.per_minute = PerMinute(config.per_minute)
+        self.per_minute = PerMinute(config.webhook.per_minute)
         self.client: Any = None
 
     async def start(self) -> None:
@@ -84,16 +86,16 @@ class SocketMode:
         from slack_sdk.socket_mode.aiohttp import SocketModeClient
         from slack_sdk.web.async_client import AsyncWebClient
 
-        config = self.config
+        base_url = api_url(self.config)
         try:
-            first: str | None = await open_url(config.base_url, config.app_token)
+            first: str | None = await open_url(base_url, self.app_token)
         except DeliveryError as err:
             raise AppTokenRefused(str(err)) from None
         except SlackUnavailable as err:
             log.warning("slack: Socket Mode cannot connect yet (%s); trying again", err)
             first = None  # the client asks for a URL itself, again until it connects
-        web = AsyncWebClient(base_url=config.base_url, timeout=TIMEOUT_SECONDS)
-        self.client = SocketModeClient(config.app_token, logger=_sdk_log, web_client=web, ping_interval=PING_SECONDS)
+        web = AsyncWebClient(base_url=base_url, timeout=TIMEOUT_SECONDS)
+        self.client = SocketModeClient(self.app_token, logger=_sdk_log, web_client=web, ping_interval=PING_SECONDS)
         self.client.socket_mode_request_listeners.append(self._on_request)
         self.client.wss_uri = first  # connect() takes the URL asked for above
         await self.client.connect()

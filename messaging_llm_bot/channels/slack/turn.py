@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from functools import partial
 
+from assistant_framework.config.settings import SlackSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.agent.guard import ApprovalRequest, ApproveCallback
 from messaging_llm_bot.channels.contract import Address, DeliveryError
@@ -25,7 +26,7 @@ from messaging_llm_bot.channels.slack.files import save_files
 from messaging_llm_bot.channels.slack.format import CAPABILITIES
 from messaging_llm_bot.channels.slack.live import SlackLive, ts_of_number
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_payload
-from messaging_llm_bot.channels.slack.settings import SlackConfig, place_of
+from messaging_llm_bot.channels.slack.settings import place_of
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -55,21 +56,21 @@ class TurnRunner(ChatTurns):
     MAX_FILE_BYTES = CAPABILITIES.max_file_bytes
 
     def __init__(
-        self, runtime: Runtime, inbox: Inbox, channel: SlackChannel, config: Callable[[], SlackConfig]
+        self, runtime: Runtime, inbox: Inbox, channel: SlackChannel, config: Callable[[], SlackSettings]
     ) -> None:
         super().__init__(runtime, inbox, "slack")  # the turns running, the pool, the chat's flags, busy modes
         self.platform = self.slack = channel
         self._config = config
 
     @property
-    def config(self) -> SlackConfig:
+    def config(self) -> SlackSettings:
         return self._config()
 
     def address_of(self, conversation_id: str) -> Address:
         return address_of(conversation_id)
 
     def job_user(self, to: Address) -> str:
-        return self.config.owner or ""
+        return self.config.owner_id or ""
 
     def live_ref(self, number: int) -> str:
         return ts_of_number(number)  # the live message's ts, recorded as a number
@@ -89,7 +90,7 @@ class TurnRunner(ChatTurns):
     async def shows(self, item: InboxItem, msg: TurnMessage) -> Shows:
         stream = self.config.stream and self.runtime.settings.llm.stream
         live = SlackLive(self.slack.client, msg.to)
-        return self.live_progress(item, live, stream=stream, edit_interval=self.config.edit_interval)
+        return self.live_progress(item, live, stream=stream, edit_interval=self.config.edit_interval_seconds)
 
     def approver(self, item: InboxItem, msg: TurnMessage, loop: asyncio.AbstractEventLoop) -> ApproveCallback:
         to = msg.to

@@ -24,9 +24,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
+from assistant_framework.config.settings import SlackSettings
 from assistant_framework.serve.clients import PerMinute
 from messaging_llm_bot.channels.listener import PlainHandler, WebhookListener
-from messaging_llm_bot.channels.slack.settings import SlackConfig
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class EventsHandler(PlainHandler):
             return
         assert stamp is not None
         signature = self.request.headers.get("X-Slack-Signature")
-        if not signed(webhook.config().signing_secret, body, stamp, signature):
+        if not signed(webhook.signing_secret(), body, stamp, signature):
             self._refuse("without a valid signature")
             return
         if not webhook.per_minute.allow("slack"):
@@ -113,11 +113,14 @@ class Webhook(WebhookListener):
     """The listener (channels/listener.py) with the channel's config and its parts (``Take``: an event, ``act``:
     an interactive payload)."""
 
-    def __init__(self, config: Callable[[], SlackConfig], take: Take, act: Take) -> None:
+    def __init__(
+        self, config: Callable[[], SlackSettings], signing_secret: Callable[[], str], take: Take, act: Take
+    ) -> None:
         self.config = config
+        self.signing_secret = signing_secret
         self.take = take
         self.act = act  # an interactive payload: a button pressed
-        first = config()
+        first = config().webhook
         super().__init__(first.listen, first.port, first.path, EventsHandler, {"webhook": self}, first.max_body_bytes)
         self.per_minute = PerMinute(first.per_minute)
         self.bad = PerMinute(BAD_PER_MINUTE)
