@@ -156,6 +156,11 @@ class OptInSteps(Steps):
         self.reached = setup.reached
 
     @classmethod
+    def add_account(cls, parser: Flags, flag: str, metavar: str, help: str) -> None:
+        """The flag that names the account and so sets the channel up (its value in ``account``)."""
+        parser.add_argument(flag, dest=cls.account, metavar=metavar, help=help)
+
+    @classmethod
     def steps(cls, setup: ChannelSetup) -> None:
         """Set up the channel when its flag is given (a SetupError when the account has not the form)."""
         steps = cls(setup)

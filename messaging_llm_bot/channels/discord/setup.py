@@ -12,17 +12,6 @@ TOKEN_ENV = "DISCORD_BOT_TOKEN"
 DEFAULT_BASE_URL = "https://discord.com/api/v10"
 
 
-def add_arguments(parser: Flags) -> None:
-    parser.add_argument(
-        "--discord",
-        dest="discord_owner",
-        metavar="USER_ID",
-        help="your Discord user id, 80351110224678912: the Discord channel answers it (docs/discord.md)",
-    )
-    parser.add_argument("--discord-token-env", metavar="NAME", help=f"the variable holding the bot token ({TOKEN_ENV})")
-    parser.add_argument("--discord-base-url", metavar="URL", help=f"the REST API (default {DEFAULT_BASE_URL})")
-
-
 class DiscordSteps(OptInSteps):
     label, section, account = "Discord", "discord", "discord_owner"
     form = Form(
@@ -56,6 +45,17 @@ def _tried(base_url: str, token: str, env: str) -> Tried:
         (f"the token in {env} is the bot {reached.bot}.", *(() if reached.message_content else (intent,))),
         reached.problem,
     )
+
+
+def add_arguments(parser: Flags) -> None:
+    DiscordSteps.add_account(
+        parser,
+        "--discord",
+        "USER_ID",
+        "your Discord user id, 80351110224678912: the Discord channel answers it (docs/discord.md)",
+    )
+    parser.add_argument("--discord-token-env", metavar="NAME", help=f"the variable holding the bot token ({TOKEN_ENV})")
+    parser.add_argument("--discord-base-url", metavar="URL", help=f"the REST API (default {DEFAULT_BASE_URL})")
 
 
 steps = DiscordSteps.steps

@@ -25,21 +25,6 @@ def _server(text: str, default_port: int) -> tuple[str, int]:
     return host, int(port)
 
 
-def add_arguments(parser: Flags) -> None:
-    parser.add_argument(
-        "--email",
-        dest="email_address",
-        metavar="ADDRESS",
-        help="the assistant's own email address (the email channel; docs/email.md)",
-    )
-    parser.add_argument("--email-imap", metavar="HOST[:PORT]", help="its IMAP server (default imap.<domain>)")
-    parser.add_argument("--email-smtp", metavar="HOST[:PORT]", help="its SMTP server (default smtp.<domain>)")
-    parser.add_argument("--email-security", choices=("ssl", "starttls", "none"), help="TLS for both (default ssl)")
-    parser.add_argument("--email-user", help="the login (default the address)")
-    parser.add_argument("--email-password-env", metavar="NAME", help="the environment variable holding the password")
-    parser.add_argument("--email-owner", metavar="ADDRESS", help="your own address: whose mail it answers")
-
-
 class EmailSteps(OptInSteps):
     label, section, account, reached_as = "Email", "email", "email_address", "email"
     form = Form(ADDRESS, "is not an email address (assistant@example.org)")
@@ -94,6 +79,18 @@ def _login(imap: tuple[str, int], security: str, user: str, env: str) -> Tried:
         return Tried(problem=str(err))
     finally:
         mailbox.close()
+
+
+def add_arguments(parser: Flags) -> None:
+    EmailSteps.add_account(
+        parser, "--email", "ADDRESS", "the assistant's own email address (the email channel; docs/email.md)"
+    )
+    parser.add_argument("--email-imap", metavar="HOST[:PORT]", help="its IMAP server (default imap.<domain>)")
+    parser.add_argument("--email-smtp", metavar="HOST[:PORT]", help="its SMTP server (default smtp.<domain>)")
+    parser.add_argument("--email-security", choices=("ssl", "starttls", "none"), help="TLS for both (default ssl)")
+    parser.add_argument("--email-user", help="the login (default the address)")
+    parser.add_argument("--email-password-env", metavar="NAME", help="the environment variable holding the password")
+    parser.add_argument("--email-owner", metavar="ADDRESS", help="your own address: whose mail it answers")
 
 
 steps = EmailSteps.steps

@@ -16,18 +16,6 @@ HOMESERVER = Form(re.compile(r"https?://[^/\s?#]+.*"), "is not an http(s):// add
 PASSWORD_ENV = "MATRIX_PASSWORD"
 
 
-def add_arguments(parser: Flags) -> None:
-    parser.add_argument(
-        "--matrix",
-        dest="matrix_user_id",
-        metavar="USER_ID",
-        help="the assistant's own Matrix account, @name:server (the Matrix channel; docs/matrix.md)",
-    )
-    parser.add_argument("--matrix-homeserver", metavar="URL", help="its homeserver (default https://<server>)")
-    parser.add_argument("--matrix-password-env", metavar="NAME", help="the environment variable holding its password")
-    parser.add_argument("--matrix-owner", metavar="USER_ID", help="your own Matrix id: whose invites it takes")
-
-
 class MatrixSteps(OptInSteps):
     label, section, account = "Matrix", "matrix", "matrix_user_id"
     form = Form(USER_ID, "is not a Matrix user id (@assistant:example.org)")
@@ -63,6 +51,18 @@ class MatrixSteps(OptInSteps):
             f"Matrix: {account} joins the rooms {owner} invites it to; start a direct chat with encryption "
             "turned off (docs/matrix.md)."
         )
+
+
+def add_arguments(parser: Flags) -> None:
+    MatrixSteps.add_account(
+        parser,
+        "--matrix",
+        "USER_ID",
+        "the assistant's own Matrix account, @name:server (the Matrix channel; docs/matrix.md)",
+    )
+    parser.add_argument("--matrix-homeserver", metavar="URL", help="its homeserver (default https://<server>)")
+    parser.add_argument("--matrix-password-env", metavar="NAME", help="the environment variable holding its password")
+    parser.add_argument("--matrix-owner", metavar="USER_ID", help="your own Matrix id: whose invites it takes")
 
 
 steps = MatrixSteps.steps

@@ -18,25 +18,6 @@ APP_TOKEN_ENV = "SLACK_APP_TOKEN"
 DEFAULT_BASE_URL = "https://slack.com/api/"
 
 
-def add_arguments(parser: Flags) -> None:
-    parser.add_argument(
-        "--slack-owner",
-        dest="slack_owner",
-        metavar="USER_ID",
-        help="your Slack member id, U024BE7LH: the Slack channel answers it (docs/slack.md)",
-    )
-    parser.add_argument("--slack-token-env", metavar="NAME", help=f"the variable holding the bot token ({TOKEN_ENV})")
-    parser.add_argument(
-        "--slack-secret-env", metavar="NAME", help=f"the variable holding the signing secret ({SECRET_ENV})"
-    )
-    parser.add_argument(
-        "--slack-app-token-env",
-        metavar="NAME",
-        help=f"Socket Mode (no request URL): the variable holding the app-level token, xapp- ({APP_TOKEN_ENV})",
-    )
-    parser.add_argument("--slack-base-url", metavar="URL", help=f"the Web API (default {DEFAULT_BASE_URL})")
-
-
 class SlackSteps(OptInSteps):
     label, section, account = "Slack", "slack", "slack_owner"
     form = Form(re.compile(r"[UW][A-Z0-9]{2,20}"), "is not a Slack member id (U024BE7LH: your profile, Copy member ID)")
@@ -92,6 +73,25 @@ class SlackSteps(OptInSteps):
 def _needs_sdk() -> None:
     if importlib.util.find_spec("slack_sdk") is None:
         raise SetupError("the Slack channel needs slack-sdk: pip install -e '.[slack]'")
+
+
+def add_arguments(parser: Flags) -> None:
+    SlackSteps.add_account(
+        parser,
+        "--slack-owner",
+        "USER_ID",
+        "your Slack member id, U024BE7LH: the Slack channel answers it (docs/slack.md)",
+    )
+    parser.add_argument("--slack-token-env", metavar="NAME", help=f"the variable holding the bot token ({TOKEN_ENV})")
+    parser.add_argument(
+        "--slack-secret-env", metavar="NAME", help=f"the variable holding the signing secret ({SECRET_ENV})"
+    )
+    parser.add_argument(
+        "--slack-app-token-env",
+        metavar="NAME",
+        help=f"Socket Mode (no request URL): the variable holding the app-level token, xapp- ({APP_TOKEN_ENV})",
+    )
+    parser.add_argument("--slack-base-url", metavar="URL", help=f"the Web API (default {DEFAULT_BASE_URL})")
 
 
 steps = SlackSteps.steps

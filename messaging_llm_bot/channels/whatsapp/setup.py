@@ -19,22 +19,6 @@ E164 = Form(
 DEFAULT_BASE_URL = "https://graph.facebook.com/v21.0"
 
 
-def add_arguments(parser: Flags) -> None:
-    parser.add_argument(
-        "--whatsapp",
-        dest="whatsapp_phone_number_id",
-        metavar="PHONE_NUMBER_ID",
-        help="the business number's id from WhatsApp Manager (the WhatsApp channel; docs/whatsapp.md)",
-    )
-    parser.add_argument("--whatsapp-token-env", metavar="NAME", help=f"the variable holding the token ({TOKEN_ENV})")
-    parser.add_argument(
-        "--whatsapp-secret-env", metavar="NAME", help=f"the variable holding the app secret ({SECRET_ENV})"
-    )
-    parser.add_argument("--whatsapp-owner", metavar="NUMBER", help="your own number, +491701234567: who it answers")
-    parser.add_argument("--whatsapp-template", metavar="NAME", help="an approved template for messages after 24 hours")
-    parser.add_argument("--whatsapp-base-url", metavar="URL", help=f"the Graph API (default {DEFAULT_BASE_URL})")
-
-
 class WhatsAppSteps(OptInSteps):
     label, section, account = "WhatsApp", "whatsapp", "whatsapp_phone_number_id"
     form = Form(re.compile(r"[0-9]+"), "is not a phone number id (digits, from WhatsApp Manager's API Setup)")
@@ -74,6 +58,22 @@ def _tried(base_url: str, phone_id: str, token: str, env: str) -> Tried:
 
     reached = probe_number(base_url, phone_id, token)
     return Tried((f"the token in {env} reaches {reached.number}.",), reached.problem)
+
+
+def add_arguments(parser: Flags) -> None:
+    WhatsAppSteps.add_account(
+        parser,
+        "--whatsapp",
+        "PHONE_NUMBER_ID",
+        "the business number's id from WhatsApp Manager (the WhatsApp channel; docs/whatsapp.md)",
+    )
+    parser.add_argument("--whatsapp-token-env", metavar="NAME", help=f"the variable holding the token ({TOKEN_ENV})")
+    parser.add_argument(
+        "--whatsapp-secret-env", metavar="NAME", help=f"the variable holding the app secret ({SECRET_ENV})"
+    )
+    parser.add_argument("--whatsapp-owner", metavar="NUMBER", help="your own number, +491701234567: who it answers")
+    parser.add_argument("--whatsapp-template", metavar="NAME", help="an approved template for messages after 24 hours")
+    parser.add_argument("--whatsapp-base-url", metavar="URL", help=f"the Graph API (default {DEFAULT_BASE_URL})")
 
 
 steps = WhatsAppSteps.steps
