@@ -94,11 +94,6 @@ def ctrl_c() -> Iterator[None]:
     signal.signal(signal.SIGINT, previous)
 
 
-def sigint_as_in_a_terminal() -> None:
-    """A ``preexec_fn``: the child takes SIGINT as a terminal's Ctrl-C, though the worker ignores it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def write_test_skills(folder: Path) -> Path:
     """Write TEST_SKILLS as skill folders under ``folder``; returns it."""
     for name, source in TEST_SKILLS.items():

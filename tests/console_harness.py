@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests import preload
+
 REPO = Path(__file__).resolve().parent.parent
 API_KEY = "sk-console-secret-123456"
 
@@ -32,7 +34,9 @@ def write_config(folder: Path, base_url: str, skills_dir: Path, **runtime) -> Pa
 
 
 #: The ways to start the bot, as the installed commands run them: ``python -m messaging_llm_bot``,
-#: ``assistant run`` (``make run``, ``make chat``) and ``assistant-bot`` (the alias's entry point).
+#: ``assistant run`` (``make run``, ``make chat``) and ``assistant-bot`` (the alias's entry point). The first
+#: two are forked by the worker's zygote (tests/preload.py); ``assistant-bot``'s ``-c`` is a real spawn, so
+#: the entry point's own start (its imports from nothing) stays tested.
 ENTRIES = {
     "python -m": ["-m", "messaging_llm_bot"],
     "assistant run": ["-m", "messaging_llm_bot.cli", "run"],
@@ -43,7 +47,7 @@ ENTRIES = {
 def run_bot(args: list[str], stdin: str, timeout: float = 60, entry: str = "python -m") -> subprocess.CompletedProcess:
     """The bot started the way ``entry`` names, with ARGS and ``stdin`` typed in; its output captured."""
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-    return subprocess.run(
+    return preload.run(
         [sys.executable, *ENTRIES[entry], *args],
         input=stdin,
         capture_output=True,
@@ -52,18 +56,6 @@ def run_bot(args: list[str], stdin: str, timeout: float = 60, entry: str = "pyth
         cwd=REPO,
         env=env,
     )
-
-
-def _own_terminal() -> None:
-    """In the child: a session of its own with the pty as its controlling terminal, so Ctrl-C typed
-    there is a SIGINT to it (as in a real terminal), and SIGINT handled even if the test runner ignores it."""
-    import fcntl
-    import signal
-    import termios
-
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Terminal:
@@ -75,8 +67,10 @@ class Terminal:
         self.master, slave = pty.openpty()
         env = {**{k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}, **(env or {})}
         env["TERM"] = "xterm"
-        self.proc = subprocess.Popen(
-            argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, close_fds=True, preexec_fn=_own_terminal
+        # A session of its own with the pty as its controlling terminal, so Ctrl-C typed there is a SIGINT to
+        # it (as in a real terminal), and SIGINT handled even if the test runner ignores it.
+        self.proc = preload.popen(
+            argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, close_fds=True, controlling_terminal=True
         )
         os.close(slave)
         self.output = ""

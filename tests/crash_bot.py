@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from tests import preload
 from tests.fakes.bot_api import FakeBotAPI
 from tests.waiting import for_load, wait_until
 
@@ -82,7 +83,8 @@ class BotProcess:
         """Start the bot; its stderr is appended to ``log_path``."""
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
+            # Forked by the worker's zygote (tests/preload.py); a real spawn with a ``preexec_fn``.
+            self.proc = preload.popen(
                 [
                     sys.executable,
                     "-m",

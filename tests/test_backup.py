@@ -15,6 +15,7 @@ import pytest
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli.main import main
+from tests import preload
 from tests.cli_inprocess import CliRun, run_cli
 from tests.crash_bot import REPO, BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.tmpfs import mounted_tmpfs
@@ -432,7 +433,7 @@ def test_restore_refuses_a_workspace_any_frontend_or_the_web_page_uses(
                 else [str(REPO / ".venv/bin/python"), "-m", "messaging_llm_bot", "--frontend", "console"]
                 + ["--config", str(config), "--workspace", str(ws.root)]
             )
-            proc = subprocess.Popen(
+            proc = preload.popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO
             )
             if holder == "console-bot":

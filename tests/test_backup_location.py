@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.workspace import Workspace
+from tests import preload
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,7 +29,7 @@ def _git(clone: Path, *args: str) -> str:
 
 
 def _assistant(clone: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return preload.run(
         [sys.executable, "-m", "messaging_llm_bot.cli", *args],
         cwd=clone,
         capture_output=True,

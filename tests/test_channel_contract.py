@@ -34,6 +34,7 @@ from messaging_llm_bot.channels import contract
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
 from messaging_llm_bot.conversation.routes import ROUTES, Route
+from tests import preload
 from tests.webchat_harness import start_webchat  # noqa: F401 - the web chat's fixture (its own harness module)
 
 RECORDS = [
@@ -1283,7 +1284,7 @@ def _restart_on_the_terminal(request: pytest.FixtureRequest) -> tuple[list[str],
     args = ["--frontend", "console", "--config", str(config_file), "--workspace", str(workspace.root)]
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    with subprocess.Popen([sys.executable, "-m", "messaging_llm_bot", *args], text=True, env=env, **pipes) as proc:
+    with preload.popen([sys.executable, "-m", "messaging_llm_bot", *args], text=True, env=env, **pipes) as proc:
         try:
             assert proc.stdin is not None
             proc.stdin.write("very slow question\n")

@@ -15,6 +15,7 @@ import pytest
 from assistant_framework.traces import TraceStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli.main import main
+from tests import preload
 from tests.fakes.chat_server import FakeChatServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,7 +29,7 @@ def _closed_port() -> int:
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return preload.run(
         [sys.executable, "-m", "messaging_llm_bot.cli", *argv],
         capture_output=True,
         text=True,

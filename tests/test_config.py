@@ -13,6 +13,7 @@ import yaml
 
 from assistant_framework.config import ConfigError, get_key, load_config, owner_file, redact, set_key
 from messaging_llm_bot.cli.main import main
+from tests import preload
 from tests.cli_inprocess import CliRun, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -238,7 +239,7 @@ def test_cli_set_refuses_an_invalid_value_and_keeps_the_file(
 
 def test_bad_config_exits_2_without_traceback(tmp_path: Path) -> None:
     tree = write_tree(tmp_path / "cfg", {"llm.json": "{ not json"})
-    result = subprocess.run(
+    result = preload.run(
         [sys.executable, "-m", "messaging_llm_bot.cli", "config", "validate", "--config", str(tree)],
         capture_output=True,
         text=True,
@@ -295,6 +296,9 @@ def _validate_limited(tree: Path) -> subprocess.CompletedProcess:
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))
+
+    # A real spawn, not the tests' zygote (tests/preload.py): the address-space bound is about what the CLI's
+    # own start maps, and a fork of the zygote would carry every module it preloaded.
 
     return subprocess.run(
         [sys.executable, "-m", "messaging_llm_bot.cli", "config", "validate", "--config", str(tree)],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -20,6 +19,7 @@ from messaging_llm_bot.conversation.commands import (
 from messaging_llm_bot.conversation.markup import unescape_markdown
 from messaging_llm_bot.conversation.usage_text import format_stats
 from messaging_llm_bot.runtime import build_runtime
+from tests import preload
 from tests.cli_inprocess import run_bot_start, run_cli
 from tests.console_harness import API_KEY, ENTRIES, REPO, run_bot, write_config
 
@@ -284,7 +284,7 @@ def test_console_survives_input_that_is_not_utf8(tmp_path, chat_server, test_ski
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     chat_server.set_handler(lambda req: json.dumps({"reply": f"reply {len(chat_server.chat_requests)}"}))
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-    proc = subprocess.run(
+    proc = preload.run(
         [
             sys.executable,
             "-m",

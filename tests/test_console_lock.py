@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import preload
 from tests.console_harness import REPO, run_bot
 from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
 
@@ -25,7 +26,7 @@ def chat_args(config: Path, ws: Path) -> list[str]:
 
 def start_chat(config: Path, ws: Path) -> subprocess.Popen:
     """A terminal chat with piped input, kept running until its stdin is closed."""
-    return subprocess.Popen(
+    return preload.popen(
         [sys.executable, "-m", "messaging_llm_bot", *chat_args(config, ws)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

@@ -9,6 +9,7 @@ import pytest
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli.main import main
+from tests import preload
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
 
@@ -205,7 +206,6 @@ def test_a_failing_completion_is_a_failure_and_a_missing_v1_is_named(servers, tm
 
 
 def test_a_failing_completion_is_said_once_not_also_as_a_log_line(servers, tmp_path: Path) -> None:
-    import subprocess
     import sys
 
     tg, chat = servers
@@ -214,7 +214,7 @@ def test_a_failing_completion_is_said_once_not_also_as_a_log_line(servers, tmp_p
         tmp_path / "config", tg, chat, llm={"runners": [{"name": "local", "base_url": base, "model": "fake-model"}]}
     )
     Workspace(tmp_path / "ws")
-    proc = subprocess.run(
+    proc = preload.run(
         [
             sys.executable,
             "-m",

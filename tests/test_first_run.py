@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.workspace import Workspace
+from tests import preload
 from tests.cli_inprocess import run_cli
 from tests.console_harness import REPO, Terminal, run_bot
 from tests.fakes.chat_server import FakeChatServer
@@ -148,7 +149,7 @@ def test_web_with_a_workspace_typo_exits_2_and_creates_nothing(tmp_path: Path) -
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "messaging_llm_bot.cli", "web", "--workspace", str(typo), "--port", "0"]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+        result = preload.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("assistant web served a new, empty workspace instead of refusing the typo")
     assert result.returncode == 2, result.stderr

@@ -19,6 +19,7 @@ import pytest
 
 from assistant_framework.skills import OUTSIDE_LABEL
 from assistant_framework.workspace import Workspace
+from tests import preload
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.mcp_servers import HttpMcpServer, command
@@ -68,7 +69,7 @@ def env(tmp_path_factory):
         config["mcp"] = {
             "timeout_seconds": 30,
             "servers": {
-                "time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+                "time": preload.server_entry([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]),
                 "web": {"url": http.url, "headers": {"Authorization": f"Bearer {TOKEN}"}, "tools": ["echo"]},
                 "crashy": {**command("tools"), "tools": ["die", "echo", "pid", "fail", "setsid_child"]},
                 "mine": {**command("tools"), "tools": ["echo"], "trusted": True},  # capabilities: network

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from assistant_framework.web import WebServer, standalone_parts
+from tests import preload
 from tests.cli_inprocess import CliRun, run_cli
 from tests.fakes.mcp_servers import command
 
@@ -23,7 +24,7 @@ WEB_TOKEN = "web-token-for-the-mcp-skills-page-0123"
 
 def time_server() -> list[str]:
     """The command line of the real ``mcp-server-time`` (a process the CLI starts: tests/tiers.py sees it here)."""
-    return [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+    return preload.command_line([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"])
 
 
 def cli(*args: str) -> CliRun:

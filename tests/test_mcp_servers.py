@@ -20,6 +20,7 @@ import pytest
 from assistant_framework.mcp import McpSkills, mcp_settings
 from assistant_framework.skills import OUTSIDE_LABEL, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
+from tests import preload
 from tests.cli_inprocess import CliRun, run_cli
 from tests.fakes.mcp_servers import HttpMcpServer, command
 from tests.waiting import wait_until
@@ -60,8 +61,8 @@ def setup(tmp_path_factory, http_server):
     repo = _git_repo(root)
     workspace = Workspace(root / "workspace")
     servers = {
-        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
-        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},
+        "time": preload.server_entry([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]),
+        "git": preload.server_entry([sys.executable, "-m", "mcp_server_git", "--repository", str(repo)]),
         "t": command("tools"),
         "crashy": {**command("tools"), "tools": ["die", "pid", "echo"]},
         "sleepy": {**command("tools"), "tools": ["slow", "freeze", "pid", "echo"]},
@@ -359,7 +360,7 @@ def cli_config(tmp_path_factory, http_server) -> Path:
     folder = tmp_path_factory.mktemp("cli") / "config"
     folder.mkdir()
     servers = {
-        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+        "time": preload.server_entry([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]),
         "web": {"url": http_server.url, "headers": {"Authorization": f"Bearer {TOKEN}"}, "tools": ["echo", "pid"]},
         "broken": command("crash"),
         "off": {**command("tools"), "enabled": False},

@@ -13,12 +13,13 @@ import pytest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
+from tests import preload
 from tests.console_harness import run_bot, write_config
 from tests.crash_bot import REPO, echo_reply
 
 
 def start_console(config, workspace) -> subprocess.Popen:
-    return subprocess.Popen(
+    return preload.popen(
         [
             sys.executable,
             "-m",

@@ -9,6 +9,7 @@ import json
 import time
 
 from messaging_llm_bot.agent.incoming import Incoming
+from tests import preload
 from tests.fakes.feed_server import StaticHTTPServer
 from tests.telegram_harness import decline, pending_question, texts
 
@@ -126,7 +127,6 @@ def test_writes_to_prompt_files_need_the_owner_in_an_untrusted_turn(fake, start_
 
 
 def test_plugin_dirs_inside_the_workspace_are_refused_at_config_load(tmp_path):
-    import subprocess
     import sys
 
     from tests.crash_bot import REPO
@@ -138,7 +138,7 @@ def test_plugin_dirs_inside_the_workspace_are_refused_at_config_load(tmp_path):
         config.write_text(
             json.dumps({"runtime": {key: [str(workspace / "skills-data")]}, "telegram": {"token": "1:x"}})
         )
-        proc = subprocess.run(
+        proc = preload.run(
             [sys.executable, "-m", "messaging_llm_bot", "--config", str(config), "--workspace", str(workspace)],
             cwd=REPO,
             capture_output=True,

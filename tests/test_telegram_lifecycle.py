@@ -18,6 +18,7 @@ from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.channels.telegram import bot as telegram_bot
 from messaging_llm_bot.conversation.job_router import job_router
+from tests import preload
 from tests.telegram_harness import OWNER, busy_queue, texts
 from tests.waiting import wait_until
 
@@ -205,7 +206,7 @@ def test_no_token_exits_2_with_one_clear_line(bot_config, tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-    proc = subprocess.run(
+    proc = preload.run(
         [sys.executable, "-m", "messaging_llm_bot", "--config", str(path), "--workspace", str(tmp_path / "ws")],
         cwd=REPO,
         env=env,

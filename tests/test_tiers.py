@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import tiers
+from tests import preload, tiers
 from tests.fakes.chat_server import FakeChatServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +41,10 @@ def _command_line_of_this_python() -> dict:
     return {"command": sys.executable, "args": ["-m", "x"]}
 
 
+def _through_the_preloader() -> None:
+    preload.run(["true"])  # an attribute of a module of tests/ (and no sys.executable to see)
+
+
 def _plain_work() -> int:
     return sum(range(10))
 
@@ -52,6 +56,7 @@ SAMPLES = {
     "fake": _starts_a_fake,
     "import inside": _imports_a_fake_inside,
     "command line": _command_line_of_this_python,
+    "preloader": _through_the_preloader,
     "plain": _plain_work,
     "fake class": FakeChatServer,
 }
@@ -65,6 +70,7 @@ def test_the_markers_follow_what_a_test_uses_through_helpers_and_imports() -> No
         "fake": {"server"},
         "import inside": {"server"},
         "command line": {"subprocess"},
+        "preloader": {"subprocess"},
         "plain": set(),
         "fake class": {"server"},
     }

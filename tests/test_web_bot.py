@@ -19,6 +19,7 @@ import requests
 from assistant_framework.config.settings import Settings
 from assistant_framework.web import start_if_enabled
 from messaging_llm_bot.runtime import build_runtime
+from tests import preload
 from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 from tests.web_site import WEB_TOKEN, start_site
@@ -58,7 +59,7 @@ def test_the_console_bot_serves_the_page_with_its_live_conversation(tmp_path, ch
         '{"skill": "save_note", "args": {"name": "milk", "text": "oat milk"}}', '{"reply": "Noted: oat milk."}'
     )
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-    with subprocess.Popen(
+    with preload.popen(
         [
             sys.executable,
             "-m",

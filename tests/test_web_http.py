@@ -18,7 +18,7 @@ from assistant_framework.policy import AUDIT_LOG
 from assistant_framework.web import WebServer, standalone_parts
 from assistant_framework.web.auth import TOKEN_FILE, TokenError, is_loopback
 from assistant_framework.workspace import Workspace
-from tests.conftest import sigint_as_in_a_terminal
+from tests import preload
 from tests.web_site import API_KEY, BOT_TOKEN, WEB_TOKEN, start_site
 
 REPO = Path(__file__).resolve().parent.parent
@@ -455,7 +455,7 @@ def test_cli_refuses_a_short_token_with_exit_2(tmp_path):
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "web.json").write_text('{"token": "short"}')
     Workspace(tmp_path / "ws")  # `web` never creates a workspace (a typo must not serve a new, empty one)
-    proc = subprocess.run(
+    proc = preload.run(
         [
             sys.executable,
             "-m",
@@ -541,7 +541,7 @@ def test_assistant_web_serves_until_interrupted(tmp_path):
     import signal
 
     start_site(tmp_path).close()  # lays out config/ and ws/
-    proc = subprocess.Popen(
+    proc = preload.popen(
         [
             sys.executable,
             "-m",
@@ -558,7 +558,7 @@ def test_assistant_web_serves_until_interrupted(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
-        preexec_fn=sigint_as_in_a_terminal,
+        takes_sigint=True,
     )
     try:
         banner = proc.stdout.readline()

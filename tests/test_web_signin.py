@@ -11,6 +11,7 @@ import re
 import pytest
 import requests
 
+from tests import preload
 from tests.fakes.feed_server import StaticHTTPServer
 from tests.web_site import WEB_TOKEN, start_site, write_config
 
@@ -294,13 +295,12 @@ def test_a_configured_proxys_forwarded_address_is_used(tmp_path):
 
 
 def test_trusted_proxies_that_are_not_addresses_are_a_config_error(tmp_path):
-    import subprocess
     import sys
 
     config = tmp_path / "config"
     start_site(tmp_path / "first").close()
     write_config(config, tmp_path / "plugins", web={"trusted_proxies": ["10.0.0.0/8", "my-proxy"]})
-    result = subprocess.run(
+    result = preload.run(
         [
             sys.executable,
             "-m",

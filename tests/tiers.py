@@ -112,6 +112,10 @@ def _ours(obj: object) -> bool:
     return module == _TESTS_PACKAGE or module.startswith(_TESTS_PACKAGE + ".") or module.startswith("test_")
 
 
+def _ours_module(module: types.ModuleType) -> bool:
+    return module.__name__.startswith(_TESTS_PACKAGE + ".")
+
+
 def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
     yield code
     for const in code.co_consts:
@@ -164,6 +168,12 @@ def causes_of(obj: object, seen: set[int] | None = None) -> set[str]:
                 value = namespace[name]
                 if isinstance(value, (dict, list, tuple)):  # a table of drivers (the channel contract kit)
                     for one in value.values() if isinstance(value, dict) else value:
+                        if (inspect.isfunction(one) or inspect.isclass(one)) and _ours(one):
+                            found |= causes_of(one, seen)
+                    continue
+                if isinstance(value, types.ModuleType) and _ours_module(value):
+                    for attribute in code.co_names:  # ``preload.run(...)``: what the test calls of the module
+                        one = vars(value).get(attribute)
                         if (inspect.isfunction(one) or inspect.isclass(one)) and _ours(one):
                             found |= causes_of(one, seen)
                     continue

@@ -284,9 +284,12 @@ def main(mode: str) -> None:
 
 
 def command(mode: str) -> dict:
-    """The ``mcp.servers`` entry that starts this module in ``mode``."""
+    """The ``mcp.servers`` entry that starts this module in ``mode`` (forked by the worker's zygote through
+    its launcher: tests/preload.py's ``command_line``)."""
+    from tests import preload
+
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return {"command": sys.executable, "args": ["-m", "tests.fakes.mcp_servers", mode], "cwd": root}
+    return {**preload.server_entry([sys.executable, "-m", "tests.fakes.mcp_servers", mode]), "cwd": root}
 
 
 if __name__ == "__main__":

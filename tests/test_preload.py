@@ -1,0 +1,175 @@
+"""The tests' preloader (tests/preload.py): a process forked by the zygote is started, seen, signalled and
+ended as a real ``python -m`` start is, and no child of it outlives the pytest process that asked."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests import preload, tiers
+from tests.waiting import wait_until
+
+REPO = Path(__file__).resolve().parents[1]
+PROBE = [sys.executable, "-m", "tests.preload_probe"]  # run in REPO: the folder that has tests/
+
+
+def _both(args: list[str], **kwargs) -> dict[str, subprocess.Popen]:
+    return {"real": subprocess.Popen(args, **kwargs), "preloaded": preload.PreloadedProcess(args, **kwargs)}
+
+
+def _first_line(process: subprocess.Popen) -> dict:
+    assert process.stdout is not None
+    return json.loads(process.stdout.readline())
+
+
+def test_a_preloaded_start_sees_what_a_real_start_sees(tmp_path: Path) -> None:
+    """The environment exactly (TZ applied, TMPDIR not cached from the zygote), the folder, the umask, the
+    arguments, ``sys.path[0]``, the signal dispositions and the streams' set-up."""
+    env = {"PATH": os.environ["PATH"], "TZ": "Asia/Tokyo", "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}
+    env.update({k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "LANG", "LC_"))})
+    old = os.umask(0o027)
+    try:
+        processes = _both([*PROBE, "exit", "0"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+    finally:
+        os.umask(old)
+    seen = {}
+    for how, process in processes.items():
+        with process:
+            seen[how] = _first_line(process)
+        assert process.returncode == 0
+    assert seen["real"]["pid"] != seen["preloaded"]["pid"]
+    for state in seen.values():
+        del state["pid"]
+    assert seen["preloaded"] == seen["real"]
+    assert seen["real"]["env"] == env and seen["real"]["tzname"] == ["JST", "JST"]
+    assert seen["real"]["cwd"] == str(tmp_path) and seen["real"]["umask"] == 0o027
+
+
+@pytest.mark.parametrize("how", ["real", "preloaded"])
+def test_unbuffered_output_and_a_terminal_s_streams_are_made_as_at_a_start(how: str) -> None:
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    start = subprocess.Popen if how == "real" else preload.PreloadedProcess
+    try:
+        with start([*PROBE, "exit", "0"], stdin=slave, stdout=subprocess.PIPE, stderr=slave, env=env, cwd=REPO) as p:
+            state = _first_line(p)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert state["streams"]["stdout"]["write_through"] and not state["streams"]["stdout"]["line_buffering"]
+    assert state["streams"]["stdin"]["isatty"] and state["streams"]["stderr"]["isatty"]
+
+
+@pytest.mark.parametrize("how", ["real", "preloaded"])
+def test_exit_codes_are_the_interpreter_s(how: str) -> None:
+    """SystemExit's code, 1 and the traceback after an uncaught error, SIGINT after an uncaught
+    KeyboardInterrupt."""
+    start = subprocess.run if how == "real" else preload.run
+    if how == "preloaded":
+        assert preload.preloadable(PROBE, {})
+    codes = {}
+    for what in (["exit", "3"], ["raise"], ["interrupt"]):
+        done = start([*PROBE, *what], capture_output=True, text=True, timeout=60, cwd=REPO)
+        codes[what[0]] = done.returncode
+        if what == ["raise"]:
+            assert "RuntimeError: the probe's own error" in done.stderr and "Traceback" in done.stderr
+    assert codes == {"exit": 3, "raise": 1, "interrupt": -signal.SIGINT}
+
+
+def test_a_preloaded_child_is_a_process_that_signals_reach(tmp_path: Path) -> None:
+    """A real pid in the zygote's tree: poll, wait with a timeout, SIGTERM and SIGKILL as with Popen."""
+    process = preload.PreloadedProcess([*PROBE, "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO)
+    with process:
+        state = _first_line(process)
+        assert state["pid"] == process.pid and Path(f"/proc/{process.pid}").exists()
+        assert process.poll() is None
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(0.2)
+        process.terminate()
+        assert process.wait(30) == -signal.SIGTERM
+    second = preload.PreloadedProcess([*PROBE, "wait"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=REPO)
+    with second:
+        second.kill()
+        assert second.wait(30) == -signal.SIGKILL
+    assert not _alive(process.pid) and not _alive(second.pid)
+
+
+def test_pipes_communicate_and_threads_finish_before_the_exit(tmp_path: Path) -> None:
+    process = preload.PreloadedProcess(
+        [*PROBE, "echo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+    )
+    out, err = process.communicate("one\ntwo\n", timeout=60)
+    assert out.splitlines()[1:] == ["out: one", "out: two"] and err.splitlines() == ["err: one", "err: two"]
+    assert process.returncode == 0
+    target = tmp_path / "late.txt"
+    assert preload.run([*PROBE, "thread", str(target)], stdout=subprocess.DEVNULL, timeout=60, cwd=REPO).returncode == 0
+    assert target.read_text() == "the thread ran to its end"  # joined before the exit, as at an interpreter's
+
+
+def test_a_missing_folder_fails_the_start_as_popen_does(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        preload.PreloadedProcess([*PROBE, "exit", "0"], cwd=tmp_path / "missing")
+
+
+def test_the_switch_and_what_the_zygote_cannot_apply_make_real_spawns(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert preload.preloadable(PROBE, {"env": {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}})
+    assert not preload.preloadable(PROBE, {"env": {**os.environ, "PYTHONHASHSEED": "7"}})
+    assert not preload.preloadable(PROBE, {"preexec_fn": os.getpid})
+    assert not preload.preloadable([sys.executable, "-c", "pass"], {})
+    monkeypatch.setenv(preload.SWITCH, "0")
+    done = preload.popen([*PROBE, "exit", "0"], stdout=subprocess.DEVNULL, cwd=REPO)
+    assert type(done) is subprocess.Popen and done.wait(60) == 0
+
+
+def test_a_preloaded_start_is_counted_as_a_process() -> None:
+    tiers._take_phase()
+    preload.run([*PROBE, "exit", "0"], stdout=subprocess.DEVNULL, timeout=60, cwd=REPO)
+    assert tiers._take_phase()[0] == ["-m tests.preload_probe"]
+
+
+WORKER = """
+import subprocess, sys, time
+sys.path.insert(0, {repo!r})
+from tests import preload
+child = preload.PreloadedProcess([sys.executable, "-m", "tests.preload_probe", "wait"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.DEVNULL, cwd={repo!r})
+print(preload._zygote().process.pid, child.pid, flush=True)
+{ending}
+"""
+
+
+@pytest.mark.parametrize("ending", ["killed", "failed"])
+def test_no_child_and_no_zygote_outlive_the_process_that_started_them(ending: str) -> None:
+    """The worker killed (SIGKILL: nothing of it runs), or ending on an error with its child running."""
+    code = "time.sleep(600)" if ending == "killed" else "raise SystemExit('a failing test run')"
+    worker = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(WORKER).format(repo=str(REPO), ending=code)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    with worker:
+        assert worker.stdout is not None
+        zygote, child = (int(pid) for pid in worker.stdout.readline().split())
+        assert _alive(zygote) and _alive(child) or ending == "failed"
+        if ending == "killed":
+            worker.kill()
+        worker.wait(60)
+    wait_until(lambda: not _alive(child) and not _alive(zygote), timeout=30, what="the zygote and its child to end")
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie not yet reaped counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
