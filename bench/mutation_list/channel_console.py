@@ -13,4 +13,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "busy modes do nothing in the terminal chat: a line typed while it answers waits its turn",
         BUSY_KIT,
     ),
+    Mutation(
+        "console-served-ask-refused",
+        f"{BOT}/channels/console/service.py",
+        "                ask_owner=self.approver,",
+        "                ask_owner=None,",
+        "with the terminal chat the home channel, a served client's ask call is refused instead of asked at the prompt",
+        ("test_console_approve.py",),
+    ),
 )

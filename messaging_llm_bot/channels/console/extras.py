@@ -136,11 +136,11 @@ def _clean(line: str, encoding: str) -> str:
 
 
 class _Waiting:
-    """A text waiting for the next gap between prompts."""
+    """A text waiting for the next gap between prompts; ``printed`` is set as it is printed."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, printed: threading.Event | None = None) -> None:
         self.text = text
-        self.printed = False
+        self.printed = printed or threading.Event()
         self.done = threading.Event()
 
 
@@ -157,29 +157,33 @@ class Screen:
         self._at_prompt = False
         self._closed = False
 
-    def show(self, text: str) -> bool:
-        """Print ``text`` as a block of its own; waits until it is printed. False when the chat ended first."""
-        waiting = _Waiting(text)
+    def show(self, text: str, printed: threading.Event | None = None) -> bool:
+        """Print ``text`` as a block of its own; waits until it is printed (``printed`` set as it is). False when
+        the chat ended first."""
+        waiting = _Waiting(text, printed)
         with self._lock:
             if self._closed:
                 return False
             if self._at_prompt and not self._typing():
                 self.out.write(f"{CLEAR_LINE}{_block(text)}{PROMPT}")
                 self.out.flush()
+                waiting.printed.set()
                 return True
             self._waiting.append(waiting)
         waiting.done.wait()
-        return waiting.printed
+        return waiting.printed.is_set()
 
-    def ask(self, question: str) -> bool:
-        """Print a question the owner answers by the next line: at once while an answer is written (the answer
-        typed after it), else as ``show`` prints (answered at the prompt). False when the chat ended first."""
+    def ask(self, question: str, asked: threading.Event) -> bool:
+        """Print a question the owner answers by the next line (``asked`` set as it is printed): at once while an
+        answer is written (the answer typed after it), else as ``show`` prints (answered at the prompt). False
+        when the chat ended first."""
         with self._lock:
             if not (self._at_prompt or self._closed):
                 self.out.write(f"\n{question} ")
                 self.out.flush()
+                asked.set()
                 return True
-        return self.show(question)
+        return self.show(question, asked)
 
     def _typing(self) -> bool:
         try:
@@ -196,7 +200,7 @@ class Screen:
             if waiting:
                 self.out.flush()
             for one in waiting:
-                one.printed = True
+                one.printed.set()
                 one.done.set()
             self._at_prompt = True
 

@@ -295,6 +295,5 @@ class ConsoleService(ChannelService):
     async def _ask(self, chat: str, question: str) -> None:
         """Show a question: at once while an answer is written, else at the prompt between the user's lines."""
         assert self.term.screen is not None
-        if not await asyncio.to_thread(self.term.screen.ask, question):
+        if not await asyncio.to_thread(self.term.screen.ask, question, self.asked):
             raise DeliveryError("the chat ended")
-        self.asked.set()
