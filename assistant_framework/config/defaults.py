@@ -19,9 +19,9 @@ DEFAULTS: ConfigData = record_defaults(Settings)
 _MISSING = object()
 
 
-def default_of(path: tuple[str | int, ...]) -> Any:
+def default_of(path: tuple[str | int, ...]) -> object:
     """The documented default at ``path`` (a tuple of keys), or KeyError."""
-    node: Any = DEFAULTS
+    node: object = DEFAULTS
     for part in path:
         if not isinstance(node, dict) or part not in node:
             raise KeyError(path)
@@ -44,7 +44,7 @@ def with_defaults(data: ConfigData) -> ConfigData:
     return filled
 
 
-def leaves(data: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+def leaves(data: object, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], object]]:
     """Every leaf (scalar, list or empty dict) of a nested dict with its path."""
     if isinstance(data, dict) and data:
         for key, value in data.items():

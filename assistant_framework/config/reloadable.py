@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from assistant_framework.config.defaults import leaves, with_defaults
 from assistant_framework.config.errors import ConfigData, format_json_path
@@ -134,7 +133,7 @@ class ReloadReport:
     error: str | None = None
 
 
-def changed_keys(running: Mapping[str, Any], loaded: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def changed_keys(running: Mapping[str, object], loaded: Mapping[str, object]) -> list[tuple[str, ...]]:
     """The keys whose effective value (defaults filled in) differs between two configs; a list is one key."""
     before = {_names(path): value for path, value in leaves(with_defaults(dict(running)))}
     after = {_names(path): value for path, value in leaves(with_defaults(dict(loaded)))}
@@ -150,7 +149,7 @@ def _names(path: tuple[str | int, ...]) -> tuple[str, ...]:
     return tuple(str(part) for part in path)  # leaves() walks objects only: every part is a key
 
 
-def plan_reload(running: Mapping[str, Any], loaded: Mapping[str, Any]) -> ReloadPlan:
+def plan_reload(running: Mapping[str, object], loaded: Mapping[str, object]) -> ReloadPlan:
     """The config a ``/reload`` applies: ``loaded`` with the running value of each changed restart-only key."""
     config = copy.deepcopy(dict(loaded))
     applied: list[str] = []
@@ -164,10 +163,10 @@ def plan_reload(running: Mapping[str, Any], loaded: Mapping[str, Any]) -> Reload
     return ReloadPlan(config=config, applied=tuple(sorted(applied)), needs_restart=tuple(sorted(needs_restart)))
 
 
-def _put_back(config: ConfigData, running: Mapping[str, Any], path: tuple[str, ...]) -> None:
+def _put_back(config: ConfigData, running: Mapping[str, object], path: tuple[str, ...]) -> None:
     """Set ``path`` in ``config`` to its value in ``running`` (removed when ``running`` lacks it)."""
     node = config
-    source: Any = running
+    source: object = running
     for part in path[:-1]:
         source = source.get(part) if isinstance(source, Mapping) else None
         child = node.get(part)
