@@ -1,6 +1,6 @@
-"""What the tests of a channel's ``assistant setup`` share: the example config copied without its local layer,
-and one setup run by flags (no terminal, no Telegram, no test turn, the fake model server) with the channel's
-own flags after the common ones."""
+"""What the tests of ``assistant setup`` share: the example config copied without its local layer, one setup run
+by flags (nothing asked), and a channel's setup (no Telegram, no test turn, the fake model server) with the
+channel's own flags after the common ones."""
 
 from __future__ import annotations
 
@@ -20,12 +20,16 @@ def example_config(tmp_path: Path) -> Path:
     return config
 
 
+def setup_by_flags(config: Path, workspace: Path, *flags: str) -> int:
+    """``assistant setup --yes`` (nothing asked) on ``config`` and ``workspace`` with ``flags``: its exit code."""
+    return main(["setup", "--yes", "--config", str(config), "--workspace", str(workspace), *flags])
+
+
 def channel_setup(config: Path, tmp_path: Path, chat: FakeChatServer, *flags: str) -> int:
-    """``assistant setup --yes`` with the channel's ``flags``: its exit code."""
-    return main(
-        [
-            *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
-            *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
-            *flags,
-        ]
+    """A channel's setup by its ``flags``, without Telegram or the test turn, on the fake model server."""
+    return setup_by_flags(
+        config,
+        tmp_path / "ws",
+        *("--no-telegram", "--no-test", "--base-url", chat.base_url, "--timezone", "UTC"),
+        *flags,
     )

@@ -18,6 +18,7 @@ from messaging_llm_bot.ops.setup.wizard import Wizard
 from tests.crash_bot import BotProcess, echo_reply
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
+from tests.setup_runs import setup_by_flags
 
 REPO = Path(__file__).resolve().parents[1]
 OWNER = 4242
@@ -47,25 +48,11 @@ def test_setup_by_flags_ends_in_a_working_bot_and_changes_no_tracked_file(
     with FakeBotAPI() as tg, FakeChatServer() as chat:
         chat.set_handler(echo_reply)
         tg.send_message("hi, it's me", user_id=OWNER, username="owner")  # the owner writes to the bot
-        code = main(
-            [
-                "setup",
-                "--yes",
-                "--config",
-                str(fresh),
-                "--workspace",
-                str(tmp_path / "ws"),
-                "--token",
-                tg.token,
-                "--telegram-base-url",
-                tg.base_url,
-                "--wait",
-                "5",
-                "--base-url",
-                chat.base_url,
-                "--timezone",
-                "Europe/Berlin",
-            ]
+        code = setup_by_flags(
+            fresh,
+            tmp_path / "ws",
+            *("--token", tg.token, "--telegram-base-url", tg.base_url, "--wait", "5"),
+            *("--base-url", chat.base_url, "--timezone", "Europe/Berlin"),
         )
         out = capsys.readouterr().out
         assert code == 0, out
@@ -115,21 +102,10 @@ def test_git_status_stays_clean_after_setup(tmp_path: Path, capsys) -> None:
     git("commit", "-qm", "fresh clone")
     with FakeChatServer() as chat:
         assert (
-            main(
-                [
-                    "setup",
-                    "--yes",
-                    "--no-telegram",
-                    "--no-test",
-                    "--config",
-                    str(clone / "config"),
-                    "--workspace",
-                    str(clone / "workspace"),
-                    "--base-url",
-                    chat.base_url,
-                    "--timezone",
-                    "UTC",
-                ]
+            setup_by_flags(
+                clone / "config",
+                clone / "workspace",
+                *("--no-telegram", "--no-test", "--base-url", chat.base_url, "--timezone", "UTC"),
             )
             == 0
         )
@@ -140,21 +116,11 @@ def test_git_status_stays_clean_after_setup(tmp_path: Path, capsys) -> None:
 
 def test_refused_token_exits_2_and_writes_nothing(fresh: Path, tmp_path: Path, capsys) -> None:
     with FakeBotAPI() as tg, FakeChatServer() as chat:
-        code = main(
-            [
-                "setup",
-                "--yes",
-                "--config",
-                str(fresh),
-                "--workspace",
-                str(tmp_path / "ws"),
-                "--token",
-                "1:wrong",
-                "--telegram-base-url",
-                tg.base_url,
-                "--base-url",
-                chat.base_url,
-            ]
+        code = setup_by_flags(
+            fresh,
+            tmp_path / "ws",
+            *("--token", "1:wrong", "--telegram-base-url", tg.base_url),
+            *("--base-url", chat.base_url),
         )
     assert code == 2
     assert "refused the token" in capsys.readouterr().err
@@ -165,23 +131,11 @@ def test_several_senders_without_a_terminal_ask_for_owner_id(fresh: Path, tmp_pa
     with FakeBotAPI() as tg, FakeChatServer() as chat:
         tg.send_message("me", user_id=1, username="a")
         tg.send_message("me too", user_id=2, username="b")
-        code = main(
-            [
-                "setup",
-                "--yes",
-                "--config",
-                str(fresh),
-                "--token",
-                tg.token,
-                "--telegram-base-url",
-                tg.base_url,
-                "--wait",
-                "2",
-                "--base-url",
-                chat.base_url,
-                "--workspace",
-                str(tmp_path / "ws"),
-            ]
+        code = setup_by_flags(
+            fresh,
+            tmp_path / "ws",
+            *("--token", tg.token, "--telegram-base-url", tg.base_url, "--wait", "2"),
+            *("--base-url", chat.base_url),
         )
     assert code == 2 and "several people wrote to the bot" in capsys.readouterr().err
 
@@ -231,23 +185,11 @@ def test_a_broken_config_stops_setup_before_any_question_or_call(fresh: Path, tm
     (fresh / "local" / "llm.json").write_text('{"max_tokens": 5')
     with FakeBotAPI() as tg, FakeChatServer() as chat:
         tg.send_message("hi", user_id=OWNER, username="me")
-        code = main(
-            [
-                "setup",
-                "--yes",
-                "--config",
-                str(fresh),
-                "--token",
-                tg.token,
-                "--telegram-base-url",
-                tg.base_url,
-                "--wait",
-                "2",
-                "--base-url",
-                chat.base_url,
-                "--workspace",
-                str(tmp_path / "ws"),
-            ]
+        code = setup_by_flags(
+            fresh,
+            tmp_path / "ws",
+            *("--token", tg.token, "--telegram-base-url", tg.base_url, "--wait", "2"),
+            *("--base-url", chat.base_url),
         )
         calls = [c["method"] for c in tg.calls()]
     assert code == 2
@@ -260,20 +202,8 @@ def test_a_broken_config_stops_setup_before_any_question_or_call(fresh: Path, tm
 
 def test_a_refused_api_key_says_which_flag_gives_it(fresh: Path, tmp_path: Path, capsys) -> None:
     with FakeChatServer(api_key="sk-right") as chat:
-        code = main(
-            [
-                "setup",
-                "--yes",
-                "--no-telegram",
-                "--config",
-                str(fresh),
-                "--workspace",
-                str(tmp_path / "ws"),
-                "--base-url",
-                chat.base_url,
-                "--api-key",
-                "sk-wrong",
-            ]
+        code = setup_by_flags(
+            fresh, tmp_path / "ws", *("--no-telegram", "--base-url", chat.base_url, "--api-key", "sk-wrong")
         )
     assert code == 2
     assert "refused the API key (HTTP 401); give the right one with --api-key" in capsys.readouterr().err
@@ -283,21 +213,7 @@ def test_a_refused_api_key_says_which_flag_gives_it(fresh: Path, tmp_path: Path,
 def test_a_base_url_without_v1_is_completed_when_the_server_answers_there(fresh: Path, tmp_path: Path, capsys) -> None:
     with FakeChatServer() as chat:
         base = chat.base_url.removesuffix("/v1")
-        code = main(
-            [
-                "setup",
-                "--yes",
-                "--no-telegram",
-                "--config",
-                str(fresh),
-                "--workspace",
-                str(tmp_path / "ws"),
-                "--base-url",
-                base,
-                "--timezone",
-                "UTC",
-            ]
-        )
+        code = setup_by_flags(fresh, tmp_path / "ws", *("--no-telegram", "--base-url", base, "--timezone", "UTC"))
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"using {base}/v1" in out and "FAILED" not in out

@@ -15,6 +15,7 @@ from messaging_llm_bot.cli.main import main
 from tests.console_harness import Terminal
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
+from tests.setup_runs import setup_by_flags
 
 REPO = Path(__file__).resolve().parents[1]
 OWNER = 4242
@@ -35,28 +36,12 @@ def _local(config: Path) -> dict:
 
 def _first_run(config: Path, tmp_path: Path, tg: FakeBotAPI, chat: FakeChatServer, *extra: str) -> None:
     """A working setup by flags: token, owner, the fake model server, Europe/Berlin."""
-    code = main(
-        [
-            "setup",
-            "--yes",
-            "--config",
-            str(config),
-            "--workspace",
-            str(tmp_path / "ws"),
-            "--token",
-            tg.token,
-            "--telegram-base-url",
-            tg.base_url,
-            "--owner-id",
-            str(OWNER),
-            "--base-url",
-            chat.base_url,
-            "--model",
-            "small:1b",
-            "--timezone",
-            "Europe/Berlin",
-            *extra,
-        ]
+    code = setup_by_flags(
+        config,
+        tmp_path / "ws",
+        *("--token", tg.token, "--telegram-base-url", tg.base_url),
+        *("--owner-id", str(OWNER), "--base-url", chat.base_url, "--model", "small:1b"),
+        *("--timezone", "Europe/Berlin", *extra),
     )
     assert code == 0
 
@@ -67,22 +52,11 @@ def test_a_failed_test_turn_writes_nothing_and_keeps_the_working_config(fresh: P
         before = {p: p.read_bytes() for p in (fresh / "local").rglob("*") if p.is_file()}
         capsys.readouterr()
         chat.set_handler(lambda request: {"status": 500})  # the model server breaks at the test turn
-        code = main(
-            [
-                "setup",
-                "--yes",
-                "--no-telegram",
-                "--config",
-                str(fresh),
-                "--workspace",
-                str(tmp_path / "ws2"),
-                "--base-url",
-                chat.base_url,
-                "--model",
-                "fake-model",
-                "--timezone",
-                "Asia/Tokyo",
-            ]
+        code = setup_by_flags(
+            fresh,
+            tmp_path / "ws2",
+            *("--no-telegram", "--base-url", chat.base_url, "--model", "fake-model"),
+            *("--timezone", "Asia/Tokyo"),
         )
     out = capsys.readouterr().out
     assert code == 1, out
@@ -94,21 +68,13 @@ def test_a_failed_test_turn_writes_nothing_and_keeps_the_working_config(fresh: P
 def test_a_fresh_setup_whose_test_turn_fails_leaves_no_local_layer(fresh: Path, tmp_path: Path, capsys) -> None:
     with FakeChatServer() as chat:
         chat.set_handler(lambda request: {"status": 500})
-        code = main(
-            [
-                "setup",
-                *("--yes", "--no-telegram", "--config", str(fresh), "--workspace", str(tmp_path / "ws")),
-                *("--base-url", chat.base_url, "--timezone", "UTC"),
-            ]
+        code = setup_by_flags(
+            fresh, tmp_path / "ws", *("--no-telegram", "--base-url", chat.base_url, "--timezone", "UTC")
         )
         assert code == 1 and not (fresh / "local").exists()
         # --no-test saves the same answers without the test turn.
-        code = main(
-            [
-                "setup",
-                *("--yes", "--no-telegram", "--no-test", "--config", str(fresh), "--workspace", str(tmp_path / "ws")),
-                *("--base-url", chat.base_url, "--timezone", "UTC"),
-            ]
+        code = setup_by_flags(
+            fresh, tmp_path / "ws", *("--no-telegram", "--no-test", "--base-url", chat.base_url, "--timezone", "UTC")
         )
         url = chat.base_url
     assert code == 0, capsys.readouterr()
@@ -121,9 +87,7 @@ def test_a_rerun_by_flags_that_changes_only_the_model_keeps_everything_else(
     with FakeBotAPI() as tg, FakeChatServer(models=("small:1b", "fake-model")) as chat:
         _first_run(fresh, tmp_path, tg, chat)
         assert main(["config", "set", "--config", str(fresh), "llm.runners[0].timeout_seconds", "300"]) == 0
-        code = main(
-            ["setup", "--yes", "--config", str(fresh), "--workspace", str(tmp_path / "ws"), "--model", "fake-model"]
-        )
+        code = setup_by_flags(fresh, tmp_path / "ws", *("--model", "fake-model"))
         out = capsys.readouterr().out
         assert code == 0, out
         local = _local(fresh)
@@ -282,13 +246,11 @@ def test_a_self_hosted_bot_api_address_is_taken_as_users_write_it(
     with FakeBotAPI() as tg, FakeChatServer() as chat:
         address = written.format(base=f"http://127.0.0.1:{tg.port}")
         tg.send_message("hi", user_id=OWNER, username="owner")
-        code = main(
-            [
-                "setup",
-                *("--yes", "--no-test", "--config", str(fresh), "--workspace", str(tmp_path / "ws")),
-                *("--token", tg.token, "--telegram-base-url", address, "--wait", "5"),
-                *("--base-url", chat.base_url, "--timezone", "UTC"),
-            ]
+        code = setup_by_flags(
+            fresh,
+            tmp_path / "ws",
+            *("--no-test", "--token", tg.token, "--telegram-base-url", address, "--wait", "5"),
+            *("--base-url", chat.base_url, "--timezone", "UTC"),
         )
         out = capsys.readouterr()
         assert code == 0, out
@@ -301,13 +263,11 @@ def test_a_self_hosted_bot_api_address_is_taken_as_users_write_it(
 def test_a_bad_bot_api_address_gets_a_message_about_the_address(
     fresh: Path, tmp_path: Path, capsys, address: str
 ) -> None:
-    code = main(
-        [
-            "setup",
-            *("--yes", "--no-test", "--config", str(fresh), "--workspace", str(tmp_path / "ws")),
-            *("--token", "123456:TEST-token", "--telegram-base-url", address, "--owner-id", "1"),
-            *("--base-url", "http://127.0.0.1:9/v1", "--model", "m"),
-        ]
+    code = setup_by_flags(
+        fresh,
+        tmp_path / "ws",
+        *("--no-test", "--token", "123456:TEST-token", "--telegram-base-url", address),
+        *("--owner-id", "1", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"),
     )
     err = capsys.readouterr().err
     assert code == 2
