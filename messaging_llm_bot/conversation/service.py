@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime
+from typing import Protocol
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
@@ -27,6 +28,8 @@ from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
+from messaging_llm_bot.conversation.item_turns import ItemTurns
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_scheduler import JobScheduler
 from messaging_llm_bot.conversation.notices import ChannelNotices, SendTo, digest_now
@@ -36,6 +39,35 @@ from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import ChannelStop, request_stop, run_own_loop, shutdown_runtime, take_lock
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class ChannelHost(Protocol):
+    """What a channel's intake reads of the running service that owns it (a ``ChannelService``), declared once; a
+    channel's own host protocol adds its parts (its client, its turn runner, its config). A protocol, not the
+    service's class: the service imports its intake, never the other way round (tests/test_layout.py)."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    @property
+    def inbox(self) -> Inbox: ...
+
+    @property
+    def tasks(self) -> ChatTasks: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    def channel_intake(
+        self,
+        turns: ItemTurns,
+        *,
+        hold: bool = False,
+        lost: Callable[[Arrival], None] = ...,
+        queue_of: Callable[[str], Hashable] = ...,
+    ) -> ChannelIntake: ...
 
 
 class ChannelService:
@@ -130,6 +162,29 @@ class ChannelService:
     async def join_jobs(self, jobs: ChannelJobs) -> None:
         """Join the process's one job scheduler (left at the stop)."""
         self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, self.NAME, jobs, self.job_clock)
+
+    def channel_intake(
+        self,
+        turns: ItemTurns,
+        *,
+        hold: bool = False,
+        lost: Callable[[Arrival], None] = lambda _arrival: None,
+        queue_of: Callable[[str], Hashable] = lambda conversation_id: conversation_id,
+    ) -> ChannelIntake:
+        """The end of the channel's intake (conversation/intake.py) over its chats' queues, ``turns`` answering.
+        ``hold``: while the inbox cannot store, a message is held and stored again after a pause until a stop
+        (an event stream, not read further meanwhile; ``lost`` logs one a stop ended); else it is refused (a
+        webhook: the platform sends it again)."""
+        return ChannelIntake(
+            turns,
+            self.queues,
+            self.tasks,
+            self.storage,
+            wait=self.sleep if hold else None,
+            stopping=lambda: self.stopping,
+            lost=lost,
+            queue_of=queue_of,
+        )
 
     def owner_notices(self, send: SendTo, owner: Callable[[], str | None]) -> ChannelNotices:
         """What the channel sends unasked (conversation/notices.py: collectors' notices and the morning digest to

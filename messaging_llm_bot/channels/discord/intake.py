@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from assistant_framework.config.settings import DiscordSettings
-from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of
 from messaging_llm_bot.channels.discord.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation.chatqueue import ChatQueues
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
+from messaging_llm_bot.conversation.intake import Arrival
+from messaging_llm_bot.conversation.service import ChannelHost
 from messaging_llm_bot.conversation.strangers import Strangers
 from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
@@ -31,16 +28,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class IntakeHost(Protocol):
+class IntakeHost(ChannelHost, Protocol):
     """What the intake uses of the running service (service.py)."""
 
-    runtime: Any
-    inbox: Inbox
     channel: DiscordChannel
     turns: TurnRunner
-    queues: ChatQueues
-    tasks: ChatTasks
-    storage: StorageOutage
 
     @property
     def config(self) -> DiscordSettings: ...
@@ -51,7 +43,7 @@ class Intake:
         self.host = host
         # A pairing code at most once an hour; with pairing off, their user id once, ever (loaded at the start).
         self.strangers = Strangers.told_once(host.runtime, "discord")
-        self.intake = ChannelIntake(host.turns, host.queues, host.tasks, host.storage)
+        self.intake = host.channel_intake(host.turns)
 
     async def take(self, message: discord.Message) -> None:
         """discord.py's ``on_message``: the message, if it is the bot's business."""

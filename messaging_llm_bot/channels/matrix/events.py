@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 import nio
 
 from assistant_framework.config.settings import MatrixSettings
-from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox import InboxItem
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
@@ -31,17 +31,14 @@ from messaging_llm_bot.channels.matrix.message import MatrixMessage, is_command,
 from messaging_llm_bot.channels.matrix.settings import PREFIX
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation.chatqueue import ChatQueues
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
+from messaging_llm_bot.conversation.intake import Arrival
+from messaging_llm_bot.conversation.outage import Backoff, Outage
 from messaging_llm_bot.conversation.pairing import WELCOME_TEXT, Pairing
+from messaging_llm_bot.conversation.service import ChannelHost
 from messaging_llm_bot.conversation.strangers import Strangers
 from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
-
-BACKOFF_START_SECONDS = 0.5
 ENCRYPTED_TEXT = (
     "This room is end-to-end encrypted, and I cannot read encrypted messages. Please talk to me in a room "
     "without encryption (start a new direct chat with encryption turned off)."
@@ -62,26 +59,16 @@ class ToldInState:
         return await asyncio.to_thread(self.state.tell_once, f"stranger:{who}")
 
 
-class SyncHost(Protocol):
+class SyncHost(ChannelHost, Protocol):
     """What the reader uses of the running service (service.py)."""
 
-    runtime: Any
-    inbox: Inbox
     channel: MatrixChannel
     turns: TurnRunner
-    queues: ChatQueues
-    tasks: ChatTasks
     state: StateFile
-    storage: StorageOutage
     backoff_max: float
 
     @property
     def config(self) -> MatrixSettings: ...
-
-    @property
-    def stopping(self) -> bool: ...
-
-    async def sleep(self, seconds: float) -> None: ...
 
 
 class SyncReader:
@@ -90,10 +77,8 @@ class SyncReader:
     def __init__(self, host: SyncHost) -> None:
         self.host = host
         self.synced = asyncio.Event()  # set after the first sync answer was handled (tests, doctor)
-        self._down = False
-        self.intake = ChannelIntake(
-            host.turns, host.queues, host.tasks, host.storage, wait=host.sleep, stopping=lambda: host.stopping
-        )
+        self.outage = Outage("matrix", f"the homeserver {host.config.homeserver}", log)  # logged once per outage
+        self.intake = host.channel_intake(host.turns, hold=True)
         self.strangers = Strangers("matrix", ToldInState(host.state), Pairing(host.runtime))
 
     @property
@@ -102,7 +87,7 @@ class SyncReader:
 
     async def consume(self) -> None:
         host = self.host
-        delay = BACKOFF_START_SECONDS
+        backoff = Backoff(host.backoff_max)
         full_state = True  # the first answer of a run brings every room's members and encryption
         while not host.stopping:
             first = host.state.state.next_batch is None
@@ -111,18 +96,13 @@ class SyncReader:
             except (MatrixUnavailable, DeliveryError) as err:
                 if "M_UNKNOWN_TOKEN" in str(err) and await self.login_again(err):
                     continue
-                if not self._down:
-                    self._down = True
-                    log.warning("matrix: the homeserver cannot be reached: %s; retrying", err)
-                await host.sleep(delay)
-                delay = min(delay * 2, host.backoff_max)
+                self.outage.failed(err)
+                await host.sleep(backoff.next())
                 continue
             except asyncio.CancelledError:
                 raise
-            if self._down:
-                self._down = False
-                log.info("matrix: the homeserver answers again")
-            delay = BACKOFF_START_SECONDS
+            self.outage.ok()
+            backoff.reset()
             full_state = False
             try:
                 stored = await self.handle(answer, skip_timeline=first)
@@ -130,7 +110,7 @@ class SyncReader:
                 raise
             except Exception:  # noqa: BLE001 - one bad answer must not end the channel; its position is not kept
                 log.exception("matrix: handling a sync answer failed")
-                await host.sleep(delay)
+                await host.sleep(backoff.next())
                 continue
             if not stored:
                 return  # stopped while the inbox could not store: the position stays before these events
@@ -143,12 +123,12 @@ class SyncReader:
         try:
             await self.host.channel.client.login()
         except (LoginFailed, MatrixUnavailable) as again:
-            if not self._down:
-                self._down = True
+            if not self.outage.down:  # said once, as an outage is
+                self.outage.down = True
                 log.error("matrix: the homeserver ended the bot's session (%s) and refused a new login: %s", err, again)
             return False
         log.warning("matrix: the homeserver ended the bot's session (%s); logged in again", err)
-        self._down = False
+        self.outage.down = False
         return True
 
     async def handle(self, answer: nio.SyncResponse, *, skip_timeline: bool) -> bool:

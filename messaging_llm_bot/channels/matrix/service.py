@@ -24,6 +24,7 @@ from messaging_llm_bot.channels.matrix.events import SyncReader
 from messaging_llm_bot.channels.matrix.settings import MatrixLogin, address_of, conversation_of
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import TurnRunner
+from messaging_llm_bot.conversation.outage import Backoff
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 
@@ -75,8 +76,7 @@ class MatrixService(ChannelService):
 
     async def _login(self) -> bool:
         """Log in, retrying while the homeserver cannot be reached; False when a stop came first."""
-        delay = 0.5
-        told = False
+        backoff, told = Backoff(self.backoff_max), False
         while not self.stopping:
             try:
                 await self.channel.client.login()
@@ -86,8 +86,7 @@ class MatrixService(ChannelService):
                 if not told:
                     told = True
                     log.warning("matrix: cannot log in yet: %s; retrying", err)
-                await self.sleep(delay)
-                delay = min(delay * 2, self.backoff_max)
+                await self.sleep(backoff.next())
         return False
 
     async def serve(self) -> None:

@@ -91,28 +91,6 @@ def parse_sse(lines: list[str]) -> tuple[str, str] | None:
     return (event, "\n".join(data)) if seen and data else None
 
 
-class Outage:
-    """Logs a daemon outage once (and its end), whoever notices it first (the event stream or a send)."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
-        self.down = False
-
-    def failed(self, err: BaseException) -> None:
-        if not self.down:
-            self.down = True
-            log.warning(
-                "signal: the signal-cli daemon at %s is not reachable (%s); retrying until it is back",
-                self.base_url,
-                err,
-            )
-
-    def ok(self) -> None:
-        if self.down:
-            self.down = False
-            log.info("signal: the signal-cli daemon at %s is reachable again", self.base_url)
-
-
 class SignalClient:
     """One daemon connection pool; all methods are coroutines on the caller's event loop."""
 

@@ -15,8 +15,8 @@ import logging
 from typing import Any, Protocol
 
 from assistant_framework.config.settings import SignalSettings
-from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalUnavailable
+from assistant_framework.inbox import InboxItem
+from messaging_llm_bot.channels.signal.client import SignalClient, SignalUnavailable
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import (
@@ -30,27 +30,19 @@ from messaging_llm_bot.channels.signal.settings import (
 )
 from messaging_llm_bot.channels.signal.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
-from messaging_llm_bot.conversation.chatqueue import ChatQueues
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
-from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.intake import Arrival
+from messaging_llm_bot.conversation.outage import Backoff, Outage
+from messaging_llm_bot.conversation.service import ChannelHost
 from messaging_llm_bot.conversation.strangers import Strangers
 
 log = logging.getLogger(__name__)
 
-BACKOFF_START_SECONDS = 0.5
 
-
-class EventHost(Protocol):
+class EventHost(ChannelHost, Protocol):
     """What the reader uses of the running Signal service (signal/service.py), which owns the reader."""
 
-    runtime: Runtime
     backoff_max: float
     outage: Outage
-    storage: StorageOutage
-    queues: ChatQueues
-    tasks: ChatTasks
     identities: Identities
     approvals: ReplyApprovals
     strangers: Strangers
@@ -60,20 +52,12 @@ class EventHost(Protocol):
     def settings(self) -> SignalSettings: ...
 
     @property
-    def stopping(self) -> bool: ...
-
-    @property
     def client(self) -> SignalClient: ...
-
-    @property
-    def inbox(self) -> Inbox: ...
 
     @property
     def turns(self) -> TurnRunner: ...
 
     async def learn_account_uuid(self) -> None: ...
-
-    async def sleep(self, seconds: float) -> None: ...
 
 
 class EventReader:
@@ -82,16 +66,7 @@ class EventReader:
     def __init__(self, service: EventHost) -> None:
         self.service = service
         self._connected_once = False
-        self.intake = ChannelIntake(
-            service.turns,
-            service.queues,
-            service.tasks,
-            service.storage,
-            wait=service.sleep,
-            stopping=lambda: service.stopping,
-            lost=_lost,
-            queue_of=chat_of_conversation,
-        )
+        self.intake = service.channel_intake(service.turns, hold=True, lost=_lost, queue_of=chat_of_conversation)
 
     def _on_open(self) -> None:
         service = self.service
@@ -103,13 +78,14 @@ class EventReader:
     async def consume(self) -> None:
         """Read events until stopped; reconnect with backoff, logging an outage once."""
         service = self.service
-        delay = BACKOFF_START_SECONDS
+        backoff = Backoff(service.backoff_max)
         while not service.stopping:
             opened = False
 
             def on_open() -> None:
-                nonlocal opened, delay
-                opened, delay = True, BACKOFF_START_SECONDS
+                nonlocal opened
+                opened = True
+                backoff.reset()
                 self._on_open()
 
             try:
@@ -123,8 +99,7 @@ class EventReader:
             except Exception:  # noqa: BLE001 - a bug in one event must not end the stream for good
                 log.exception("signal: reading the event stream failed")
             if not opened or service.outage.down:
-                await service.sleep(delay)
-                delay = min(delay * 2, service.backoff_max)
+                await service.sleep(backoff.next())
 
     async def on_event(self, obj: dict[str, Any]) -> None:
         """One event of the stream: gate it, then a command, an approval's answer, or a stored message."""

@@ -11,12 +11,13 @@ import mimetypes
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.format import render_signal
 from messaging_llm_bot.channels.signal.media import send_attachment
 from messaging_llm_bot.channels.signal.settings import SignalMessage, chat_of_conversation, recipient_params
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.delivery import DeliveryError
+from messaging_llm_bot.conversation.outage import Outage
 from messaging_llm_bot.conversation.outgoing import Address, OutgoingFile, Sent, TextOut
 from messaging_llm_bot.conversation.typing_indicator import Typing
 

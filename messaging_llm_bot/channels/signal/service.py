@@ -17,7 +17,7 @@ from typing import TypeVar
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.events import EventReader
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.send import approvals, send_to
@@ -30,6 +30,7 @@ from messaging_llm_bot.channels.signal.settings import (
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.notices import ChannelNotices
+from messaging_llm_bot.conversation.outage import Outage
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.strangers import Strangers
@@ -61,7 +62,7 @@ class SignalService(ChannelService):
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.reminder_poll_seconds = reminder_poll_seconds
         self.backoff_max = backoff_max
-        self.outage = Outage(self.settings.base_url)
+        self.outage = Outage("signal", f"the signal-cli daemon at {self.settings.base_url}", log)
         # The parts made when the service starts (``serve``); the event handlers run only after that.
         self._client: SignalClient | None = None
         self._inbox: Inbox | None = None

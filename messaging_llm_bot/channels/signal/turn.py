@@ -19,7 +19,7 @@ from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.contract import Address, DeliveryError
 from messaging_llm_bot.channels.signal import media
-from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.format import CAPABILITIES
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.send import SignalOut, quote_of, say, typing
@@ -35,6 +35,7 @@ from messaging_llm_bot.conversation.attachments import unsupported_text
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.images import FilesInput, files_input
 from messaging_llm_bot.conversation.item_turns import SendLater
+from messaging_llm_bot.conversation.outage import Outage
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received
 from messaging_llm_bot.conversation.voice import VoiceNote

@@ -12,32 +12,24 @@ import logging
 from typing import Any, Protocol
 
 from assistant_framework.config.settings import SlackSettings
-from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.slack.buttons import press_of
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_event
 from messaging_llm_bot.channels.slack.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation.chatqueue import ChatQueues
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
+from messaging_llm_bot.conversation.intake import Arrival
+from messaging_llm_bot.conversation.service import ChannelHost
 from messaging_llm_bot.conversation.strangers import Strangers
 from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
 
 
-class IntakeHost(Protocol):
+class IntakeHost(ChannelHost, Protocol):
     """What the intake uses of the running service (service.py)."""
 
-    runtime: Any
-    inbox: Inbox
     channel: SlackChannel
     turns: TurnRunner
-    queues: ChatQueues
-    tasks: ChatTasks
-    storage: StorageOutage
     bot_user: str
 
     @property
@@ -49,7 +41,7 @@ class Intake:
         self.host = host
         # A pairing code at most once an hour; with pairing off, their user id once, ever (loaded at the start).
         self.strangers = Strangers.told_once(host.runtime, "slack")
-        self.intake = ChannelIntake(host.turns, host.queues, host.tasks, host.storage)
+        self.intake = host.channel_intake(host.turns)
 
     async def take(self, payload: Any) -> bool:
         """The message of a signed event; False when it could not be stored (Slack sends it again)."""

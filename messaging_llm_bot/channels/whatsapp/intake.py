@@ -11,41 +11,30 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 from assistant_framework.config.settings import WhatsAppSettings
-from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.whatsapp.channel import WhatsAppChannel
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, messages_of
 from messaging_llm_bot.channels.whatsapp.settings import conversation_of
 from messaging_llm_bot.channels.whatsapp.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation.chatqueue import ChatQueues
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
+from messaging_llm_bot.conversation.intake import Arrival
+from messaging_llm_bot.conversation.service import ChannelHost
 from messaging_llm_bot.conversation.strangers import Strangers
 from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
 
 
-class IntakeHost(Protocol):
+class IntakeHost(ChannelHost, Protocol):
     """What the intake uses of the running service (service.py)."""
 
-    runtime: Any
-    inbox: Inbox
     channel: WhatsAppChannel
     turns: TurnRunner
-    queues: ChatQueues
-    tasks: ChatTasks
-    storage: StorageOutage
 
     @property
     def config(self) -> WhatsAppSettings: ...
-
-    @property
-    def stopping(self) -> bool: ...
 
 
 class Intake:
@@ -53,7 +42,7 @@ class Intake:
         self.host = host
         # A pairing code at most once an hour; with pairing off, their number once, ever (loaded at the start).
         self.strangers = Strangers.told_once(host.runtime, "whatsapp")
-        self.intake = ChannelIntake(host.turns, host.queues, host.tasks, host.storage)
+        self.intake = host.channel_intake(host.turns)
 
     async def take(self, payload: object) -> bool:
         """Every message of a signed payload of this number; False when one could not be stored (Meta sends

@@ -1,0 +1,51 @@
+"""A server a channel depends on (Signal's signal-cli daemon, Matrix's homeserver) that cannot be reached: the
+outage is logged once when it begins and once when it ends, whoever notices it first (the event stream, a
+send), and the channel tries again after a wait that doubles up to a bound (``Backoff``)."""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+#: The first wait after a failure.
+BACKOFF_START_SECONDS = 0.5
+
+
+class Outage:
+    """Whether ``server`` (as the log names it: "the signal-cli daemon at http://...") is down for ``channel``;
+    said in the channel's own log (``logger``)."""
+
+    def __init__(self, channel: str, server: str, logger: logging.Logger = log) -> None:
+        self.channel, self.server, self.log = channel, server, logger
+        self.down = False
+
+    def failed(self, err: BaseException) -> None:
+        """It could not be reached: logged at the first failure of an outage only."""
+        if not self.down:
+            self.down = True
+            self.log.warning("%s: %s is not reachable (%s); retrying until it is back", self.channel, self.server, err)
+
+    def ok(self) -> None:
+        """It answered: the end of an outage is logged."""
+        if self.down:
+            self.down = False
+            self.log.info("%s: %s is reachable again", self.channel, self.server)
+
+
+class Backoff:
+    """The wait before the next try: ``start`` seconds, doubled after each failure up to ``most``."""
+
+    def __init__(self, most: float, start: float = BACKOFF_START_SECONDS) -> None:
+        self.most, self.start = most, start
+        self.delay = start
+
+    def next(self) -> float:
+        """This wait; the next one is twice as long (at most ``most``)."""
+        delay = self.delay
+        self.delay = min(delay * 2, self.most)
+        return delay
+
+    def reset(self) -> None:
+        """It worked: the next failure waits ``start`` again."""
+        self.delay = self.start
