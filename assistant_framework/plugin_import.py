@@ -47,6 +47,11 @@ def _ensure_parent_packages(module_name: str) -> None:
 
 def forget_module(module_name: str) -> None:
     """Drop a plugin module and its submodules from ``sys.modules`` (for reload)."""
+    if module_name not in sys.modules:
+        # Its submodules are imported only after it (``import_plugin`` registers it first) and leave with it
+        # (here), so there are none to drop: no scan of every module's name (a test process holds thousands,
+        # and each bot start imports and forgets every built-in skill).
+        return
     # The names copied first (one C call, atomic under the GIL): another thread importing at the same
     # moment would otherwise end the iteration with "dictionary changed size during iteration".
     prefix = module_name + "."

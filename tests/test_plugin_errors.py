@@ -195,6 +195,7 @@ def test_forgetting_a_plugin_module_survives_another_thread_importing(tmp_path: 
     thread.start()
     try:
         for _ in range(300):
+            sys.modules["nothing.here"] = types.ModuleType("nothing.here")  # present: its names are scanned
             forget_module("nothing.here")
         for _ in range(20):
             with pytest.raises(PluginImportError, match="SyntaxError"):

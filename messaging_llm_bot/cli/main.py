@@ -9,6 +9,7 @@ directly and the framework never imports the bot.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import sys
@@ -44,7 +45,11 @@ COMMAND_GROUPS = (
 DEBUG_ENV = "ASSISTANT_DEBUG"
 
 
+@functools.cache
 def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser, built once per process: nothing in it depends on the call (each command's
+    handler reads its config when it runs), and building it costs about 20 ms of CPU (argparse asks gettext
+    for every help text) that the tests' hundreds of in-process CLI calls paid again each time."""
     parser = argparse.ArgumentParser(
         prog="assistant",
         description=(
