@@ -156,7 +156,7 @@ def test_files_are_saved_into_the_workspace_as_untrusted(
 def test_daemon_restart_mid_conversation(start, daemon, chat_server, caplog):
     caplog.set_level(logging.INFO, logger="messaging_llm_bot.channels.signal")
     chat_server.enqueue('{"reply": "one"}', {"content": '{"reply": "two"}', "delay": 1.0}, '{"reply": "three"}')
-    start()
+    bot = start()
     daemon.message(OWNER, "first")
     daemon.wait_sent(1)
     daemon.message(OWNER, "second")  # its reply is ready while the daemon is gone
@@ -164,15 +164,14 @@ def test_daemon_restart_mid_conversation(start, daemon, chat_server, caplog):
     daemon.stop()
     daemon.message(OWNER, "third")  # waits on the "server" until the bot subscribes again
     wait_for(lambda: "not reachable" in caplog.text, timeout=10, what="the outage log line")
-    import time
-
-    time.sleep(1.5)  # several reconnect attempts fail meanwhile
+    wait_for(lambda: bot.service.outage.failures >= 3, timeout=10, what="several reconnect attempts to fail")
     daemon.start()
     sent = daemon.wait_sent(3, timeout=15)
     assert [s["message"] for s in sent] == ["one", "two", "three"]
     outages = [r for r in caplog.records if "not reachable" in r.getMessage()]
     assert len(outages) == 1, [r.getMessage() for r in outages]  # logged once per outage, not per retry
-    assert "reachable again" in caplog.text
+    [back] = [r.getMessage() for r in caplog.records if "reachable again" in r.getMessage()]
+    assert int(back.split("(after ")[1].split()[0]) >= 3, back  # the failed tries of the outage, counted
 
 
 def test_daemon_down_at_start_is_retried_not_fatal(bot_config, daemon, workspace, tmp_path, chat_server, caplog):
@@ -182,9 +181,7 @@ def test_daemon_down_at_start_is_retried_not_fatal(bot_config, daemon, workspace
     bot = RunningSignal(make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)).start()
     try:
         daemon.message(OWNER, "anyone there?")
-        import time
-
-        time.sleep(1.0)
+        wait_for(lambda: bot.service.outage.failures >= 2, timeout=10, what="the connection to be tried again")
         assert bot.service.outage.down and bot.exit_code is None
         daemon.start()
         [sent] = daemon.wait_sent(1, timeout=15)

@@ -19,9 +19,11 @@ class Outage:
     def __init__(self, channel: str, server: str, logger: logging.Logger = log) -> None:
         self.channel, self.server, self.log = channel, server, logger
         self.down = False
+        self.failures = 0  # failed tries since the outage began (said when it ends)
 
     def failed(self, err: BaseException) -> None:
         """It could not be reached: logged at the first failure of an outage only."""
+        self.failures += 1
         if not self.down:
             self.down = True
             self.log.warning("%s: %s is not reachable (%s); retrying until it is back", self.channel, self.server, err)
@@ -30,7 +32,8 @@ class Outage:
         """It answered: the end of an outage is logged."""
         if self.down:
             self.down = False
-            self.log.info("%s: %s is reachable again", self.channel, self.server)
+            self.log.info("%s: %s is reachable again (after %d failed tries)", self.channel, self.server, self.failures)
+        self.failures = 0
 
 
 class Backoff:
