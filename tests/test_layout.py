@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.statements import statements
+
 ROOT = Path(__file__).resolve().parent.parent
 BOT = "messaging_llm_bot"
 FRAMEWORK = "assistant_framework"
@@ -64,7 +66,7 @@ def _imports(path: Path, module: str | None = None) -> list[tuple[int, str, bool
         package = package[:-1]
     top_level = {id(node) for node in tree.body}
     found: list[tuple[int, str, bool]] = []
-    for node in ast.walk(tree):
+    for node in statements(tree):  # an import is always a statement
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name, id(node) in top_level) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

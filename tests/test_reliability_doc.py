@@ -9,6 +9,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+from tests.statements import statements
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = (REPO / "docs" / "reliability.md", REPO / "docs" / "security.md")
 #: `tests/test_x.py`, `tests/test_x.py::test_name[param]`, or `::test_name` (in the file named last in the row).
@@ -39,7 +41,7 @@ def rows() -> list[tuple[str, list[str]]]:
 @cache
 def functions_in(path: str) -> set[str]:
     tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
-    return {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return {node.name for node in statements(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def test_every_test_the_reliability_doc_names_exists() -> None:
