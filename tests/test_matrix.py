@@ -9,7 +9,7 @@ import re
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.matrix.events import ENCRYPTED_TEXT
 from messaging_llm_bot.channels.matrix.format import html_of, render_matrix
-from messaging_llm_bot.channels.matrix.live import STREAM_CURSOR
+from messaging_llm_bot.conversation.progress import STREAM_CURSOR
 from tests.matrix_harness import MatrixWorld
 from tests.waiting import wait_until
 

@@ -41,8 +41,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "matrix-owner-chat-in-groups",
         "messaging_llm_bot/channels/matrix/turn.py",
-        "        owner_chat = msg.direct and config.is_owner(msg.sender)",
-        "        owner_chat = config.is_owner(msg.sender)",
+        "        owner_chat = msg.direct and from_owner  # only the owner's own direct room sees the owner's data",
+        "        owner_chat = from_owner",
         "the owner's data is used in a room with other people (a group shows the reply to them)",
         MATRIX,
     ),

@@ -40,8 +40,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "whatsapp-held-dropped",
         "messaging_llm_bot/channels/whatsapp/turn.py",
-        "                self.held[item.item_id] = item.conversation_id",
-        "                return True",
+        "            self.held[item.item_id] = item.conversation_id",
+        "            return True",
         "a reply outside the window without a template is completed unsent: dropped, never delivered",
         WHATSAPP,
     ),

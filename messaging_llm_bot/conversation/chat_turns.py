@@ -128,6 +128,10 @@ class ChatTurns(ItemTurns):
             raise err
         raise SendLater(err, after=float(getattr(err, "retry_after", 0.0) or 0.0)) from err
 
+    async def edit_live(self, item: InboxItem, to: Address, live: str, reply: str) -> bool:
+        """The live message ``live`` made the reply's first part (``Platform.edit_text``)."""
+        return await self.platform.edit_text(to, live, reply)
+
     async def not_taken(self, to: Address, live: str) -> None:
         """The live message could not become the reply's first part (the reply is sent whole after it)."""
 
@@ -143,10 +147,17 @@ class ChatTurns(ItemTurns):
     # -- the shared turn -------------------------------------------------------------------------------------
 
     def live_progress(
-        self, item: InboxItem, live: LiveMessage, *, stream: bool, edit_interval: float, show_status: bool = True
+        self,
+        item: InboxItem,
+        live: LiveMessage,
+        *,
+        stream: bool,
+        edit_interval: float,
+        show_status: bool = True,
+        typing: Typing | None = None,
     ) -> Progress:
         """Progress by edits of ``live`` (at most one per ``edit_interval`` seconds): the message a crashed run
-        left taken over, a new one recorded."""
+        left taken over, a new one recorded; ``typing`` where the platform's indicator is a repeated request."""
         return Progress(
             live,
             show_status=show_status,
@@ -154,6 +165,7 @@ class ChatTurns(ItemTurns):
             edit_interval=edit_interval,
             message_id=item.live,
             on_message=lambda number: self.record_live(item.item_id, number),
+            typing=typing,
         )
 
     async def answer_message(self, item: InboxItem) -> None:
@@ -249,7 +261,7 @@ class ChatTurns(ItemTurns):
 
         skip = self.inbox.parts_sent(item.item_id)
         if skip == 0 and live is not None:
-            if await self.platform.edit_text(to, live, reply):
+            if await self.edit_live(item, to, live, reply):
                 await on_part_sent(0, live)
                 skip = 1
             else:

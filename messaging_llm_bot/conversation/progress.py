@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from assistant_framework.json_types import JsonObject
+from messaging_llm_bot.conversation.typing_indicator import Typing
 
 TYPING_EVERY_SECONDS = 4.0
 # The first typing action waits this long: a reply ready sooner needs none (one platform call and its
@@ -80,8 +81,11 @@ class Progress:
         edit_interval: float = EDIT_INTERVAL_SECONDS,
         message_id: int | None = None,
         on_message: Callable[[int], Awaitable[None]] | None = None,
+        typing: Typing | None = None,
     ) -> None:
         self.live = live
+        #: "typing…" by a repeated request of the platform's (Matrix), instead of ``live.typing`` every few seconds.
+        self.typing = typing
         self.show_status = show_status
         self.stream = stream
         self.edit_interval = edit_interval
@@ -104,7 +108,11 @@ class Progress:
         """Start the typing refresher and the edit worker."""
         self._loop = asyncio.get_running_loop()
         self._started = time.monotonic()
-        self._tasks = [asyncio.create_task(self._typing()), asyncio.create_task(self._worker())]
+        if self.typing is not None:
+            self.typing.start()
+        else:
+            self._tasks.append(asyncio.create_task(self._typing()))
+        self._tasks.append(asyncio.create_task(self._worker()))
 
     def on_event(self, event: Any) -> None:
         """Thread-safe sink for AgentEvents."""
@@ -113,9 +121,11 @@ class Progress:
         self._loop.call_soon_threadsafe(self._apply, event.kind, dict(event.data or {}))
 
     def _apply(self, kind: str, data: JsonObject) -> None:
-        if kind == "skill_call" and self.show_status:
-            self._status = status_line(str(data.get("skill", "?")), data.get("args"), data.get("round", 1))
+        if kind == "skill_call":
             self._stream_text = ""  # a new round: text shown so far was not the answer
+            if not self.show_status:
+                return
+            self._status = status_line(str(data.get("skill", "?")), data.get("args"), data.get("round", 1))
         elif kind == "delta" and self.stream and isinstance(data.get("text"), str):
             self._stream_text = data["text"]
         else:
@@ -178,12 +188,14 @@ class Progress:
         self._stopping = True
         self._stop.set()
         self._wake.set()
-        typing, worker = self._tasks or (None, None)
-        self._tasks = []
-        if typing is not None:
-            typing.cancel()
+        tasks, self._tasks = self._tasks, []
+        worker = tasks.pop() if tasks else None  # started last
+        for task in tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await typing
+                await task
+        if self.typing is not None:
+            await self.typing.stop()
         if worker is not None:
             # Let an in-flight send finish so its message id is known (no orphan status message).
             try:

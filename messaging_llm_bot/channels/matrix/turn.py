@@ -11,35 +11,24 @@ homeserver cannot be reached the reply waits (it is in the inbox) and is retried
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from assistant_framework.config.settings import MatrixSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
-from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
-from messaging_llm_bot.channels.matrix.channel import MatrixChannel, in_thread, txn_id
+from messaging_llm_bot.agent.guard import ApproveCallback
+from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile
+from messaging_llm_bot.channels.matrix.channel import MatrixChannel, txn_id
 from messaging_llm_bot.channels.matrix.client import MatrixUnavailable
-from messaging_llm_bot.channels.matrix.format import (
-    CAPABILITIES,
-    MatrixPart,
-    edit_content,
-    render_matrix,
-    text_content,
-)
-from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, typing
+from messaging_llm_bot.channels.matrix.format import CAPABILITIES, edit_content, render_matrix
+from messaging_llm_bot.channels.matrix.live import MatrixLive, typing
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
 from messaging_llm_bot.channels.matrix.settings import address_of
-from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
+from messaging_llm_bot.conversation.chat_turns import ChatTurns, ReadInput, Shows, TurnMessage
 from messaging_llm_bot.conversation.media_in import attachment_input
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import TurnInput, TurnRequest
-
-if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    pass
+from messaging_llm_bot.conversation.turn import Received, TurnInput
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +36,12 @@ MAX_FILE_IN_BYTES = 50 * 1024 * 1024  # Synapse's default max_upload_size
 UNSUPPORTED = "I cannot take {kind} messages here yet: send text, a picture, a file or a voice message."
 
 
-class TurnRunner(ItemTurns):
-    """Runs turns for the Matrix channel; one per running channel."""
+class TurnRunner(ChatTurns):
+    """Runs turns for the Matrix channel (conversation/chat_turns.py); one per running channel."""
+
+    platform: MatrixChannel
+    SEND_ERRORS = (MatrixUnavailable, DeliveryError)  # unavailable: tried again with backoff
+    MAX_FILE_BYTES = CAPABILITIES.max_file_bytes
 
     def __init__(
         self, runtime: Runtime, inbox: Inbox, channel: MatrixChannel, config: Callable[[], MatrixSettings]
@@ -56,10 +49,15 @@ class TurnRunner(ItemTurns):
         super().__init__(runtime, inbox, "matrix")  # the turns running, the pool, the chat's flags, busy modes
         self.platform = channel
         self._config = config
+        self._lives: dict[str, MatrixLive] = {}  # item id -> its turn's live message sent, until the reply takes it
 
     @property
     def config(self) -> MatrixSettings:
         return self._config()
+
+    def address_of(self, conversation_id: str) -> Address:
+        room, thread = address_of(conversation_id)
+        return Address(room, thread)
 
     def message_of(self, item: InboxItem) -> MatrixMessage | None:
         payload = item.payload
@@ -68,50 +66,23 @@ class TurnRunner(ItemTurns):
             return None
         return parse_message(room, event, bool(payload.get("direct")), self.platform.client.user_id)
 
-    async def answer_message(self, item: InboxItem) -> None:
+    def message(self, item: InboxItem) -> TurnMessage | None:
         msg = self.message_of(item)
-        if msg is None:  # cannot happen for items this channel wrote
-            return await self.unreadable(item)
-        reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
-        later: list[InboxItem] = []
-        live: LiveReply | None = None
-        if reply is None:
-            shows = typing(self.platform, msg.room_id, self.config.typing)
-            live = LiveReply(
-                self.platform,
-                msg.address,
-                item.item_id,
-                interval=self.config.edit_interval_seconds,
-                on_message=lambda _id: self._live_sent(item),
-            )
-            shows.start()
-            live.start()
+        if msg is None:
+            return None
+        from_owner = self.config.is_owner(msg.sender)
+        owner_chat = msg.direct and from_owner  # only the owner's own direct room sees the owner's data
+        received = Received("text", msg.text) if msg.media is None else self._attachment(item, msg, owner_chat)
+        return TurnMessage(msg.address, msg.sender, owner_chat, from_owner, received, msg.event_id, joinable(msg))
 
-            async def after(live: LiveReply = live) -> None:
-                await live.stop()
-                await shows.stop()
+    def _attachment(self, item: InboxItem, msg: MatrixMessage, owner_chat: bool) -> ReadInput:
+        """The message's file (without transcription a voice message is saved like any file)."""
 
-            produce = functools.partial(self._produce, item, msg, live)
-            reply, merged, later = await self.make_reply(item, msg.sender, joinable(msg), produce, after=after)
-        live_id = live.event_id if live is not None else None
-        if await self.deliver(item, msg.address, reply, live_id):
-            await self.finish(item, merged, later)  # else stopping: it and the messages it answers stay
-
-    async def _live_sent(self, item: InboxItem) -> None:
-        try:
-            await asyncio.to_thread(self.inbox.record_live, item.item_id, 1)  # its id: the transaction id's
-        except (OSError, KeyError) as err:
-            log.warning("matrix: could not record the live message of %s: %s", item.item_id, err)
-
-    async def _produce(self, item: InboxItem, msg: MatrixMessage, live: LiveReply) -> str:
-        config = self.config
-        owner_chat = msg.direct and config.is_owner(msg.sender)
-        got = TurnInput(msg.text)
-        if msg.media is not None:  # without transcription a voice message is saved like any file
+        async def read() -> TurnInput | str:
             media = msg.media
-            if media.kind == "video":
+            if media is None or media.kind == "video":
                 return UNSUPPORTED.format(kind="video")
-            read = await attachment_input(
+            return await attachment_input(
                 self,
                 item.conversation_id,
                 owner_chat,
@@ -120,87 +91,38 @@ class TurnRunner(ItemTurns):
                 lambda: self.platform.download(media, MAX_FILE_IN_BYTES),
                 lambda _mime: media.name,
             )
-            if isinstance(read, str):
-                return read
-            got = read
-        approve = None
-        if owner_chat:
-            approve = self.platform.approvals.approver(
-                msg.room_id,
-                asyncio.get_running_loop(),
-                lambda _room, text: self.platform.send_question(msg.address, text),
-            )
-        send_file = file_sender(
-            self.runtime.workspace,
-            item.item_id,
-            asyncio.get_running_loop(),
-            lambda one: self._send_workspace_file(msg.address, item.item_id, one),
-            CAPABILITIES.max_file_bytes,
-        )
-        request = TurnRequest(
-            item.conversation_id,
-            got.text,
-            chat_id=item.conversation_id,
-            user_id=msg.sender,
-            message_id=msg.event_id,
-            owner_chat=owner_chat,  # only the owner's own direct room sees the owner's data
-            from_owner=config.is_owner(msg.sender),
-            untrusted=got.untrusted,
-            images=got.images,
-            notice=got.notice,
-            send_file=send_file,
-        )
-        return await self.ask_agent(request, approve=approve, on_event=live.on_event)
 
-    async def _send_workspace_file(self, to: Address, key: str, one: FileToSend) -> str:
+        return read
+
+    async def shows(self, item: InboxItem, msg: TurnMessage) -> Shows:
+        """Typing, and the answer growing in one message (no status lines)."""
+        live = MatrixLive(self.platform, msg.to, item.item_id, lambda sent: self._lives.update({item.item_id: sent}))
+        shows = typing(self.platform, msg.to.chat_id, self.config.typing)
+        interval = self.config.edit_interval_seconds
+        return self.live_progress(item, live, stream=True, edit_interval=interval, show_status=False, typing=shows)
+
+    def approver(self, item: InboxItem, msg: TurnMessage, loop: asyncio.AbstractEventLoop) -> ApproveCallback:
+        to = msg.to  # asked in the turn's thread
+        return self.platform.approvals.approver(
+            to.chat_id, loop, lambda _room, text: self.platform.send_question(to, text)
+        )
+
+    async def edit_live(self, item: InboxItem, to: Address, live: str, reply: str) -> bool:
+        """The live message edited into the first part, by a transaction id of the item's (the same edit after a
+        crash); one a crash left is found again by its own transaction id (``MatrixLive.taken_over``)."""
+        event_id = await (
+            self._lives.pop(item.item_id, None) or MatrixLive(self.platform, to, item.item_id)
+        ).taken_over()
+        first = render_matrix(reply)[0]
+        await self.platform.client.send(to.chat_id, edit_content(event_id, first), txn_id(item.item_id, "edit"))
+        return True
+
+    async def send_workspace_file(self, item: InboxItem, to: Address, one: FileToSend) -> str:
         """The ``send_file`` skill's file into the turn's room (through the media repository); its event id. The
         transaction id is the item's and the file's: the same call after a crash is the same event."""
         out = OutgoingFile("photo" if one.photo else "file", one.path, one.caption)
-        sent = await self.platform.send_file(to, out, key=f"{key}:{one.rel}")
+        sent = await self.platform.send_file(to, out, key=f"{item.item_id}:{one.rel}")
         return sent.message_ids[0]
-
-    async def _say(self, to: Address, text: str) -> None:
-        try:
-            await self.platform.send_text(to, TextOut(text))
-        except (MatrixUnavailable, DeliveryError) as err:
-            log.info("matrix: could not say %r in %s: %s", text[:40], to.chat_id, err)
-
-    async def deliver(self, item: InboxItem, to: Address, reply: str, live_id: str | None = None) -> bool:
-        """The one delivery path of chat turns and job runs: the parts not in the ledger, each recorded as it
-        goes out; a live message (streaming) becomes the first part by an edit. Retries while the homeserver
-        cannot be reached; False when stopping first (the item stays)."""
-
-        async def on_part_sent(index: int, _event_id: str) -> None:
-            await self.record_part(item.item_id, index, index + 1)  # a resend would be the same event
-
-        async def attempt() -> bool:
-            nonlocal live_id
-            skip = self.inbox.parts_sent(item.item_id)
-            try:
-                if skip == 0 and live_id is None and item.live is not None:
-                    # a crash left a live message: the same transaction id gives back its event, edited below
-                    placeholder = in_thread(text_content(MatrixPart("…")), to)
-                    live_id = await self.platform.client.send(to.chat_id, placeholder, txn_id(item.item_id, LIVE_PART))
-                if skip == 0 and live_id is not None:
-                    first = render_matrix(reply)[0]
-                    await self.platform.client.send(
-                        to.chat_id, edit_content(live_id, first), txn_id(item.item_id, "edit")
-                    )
-                    await on_part_sent(0, live_id)
-                    skip = 1
-                await self.platform.send_text(
-                    to, TextOut(reply, skip_parts=skip, on_part_sent=on_part_sent, key=item.item_id)
-                )
-            except MatrixUnavailable as err:
-                raise SendLater(err) from err
-            return True
-
-        return await self.deliver_until(item, to.chat_id, attempt)
-
-    async def answer_job(self, item: InboxItem) -> None:
-        room, thread = address_of(item.conversation_id)
-        to = Address(room, thread)
-        await self.run_job(item, room, lambda text: self.deliver(item, to, text), lambda text: self._say(to, text))
 
 
 def joinable(msg: MatrixMessage) -> bool:
