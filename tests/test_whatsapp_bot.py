@@ -184,3 +184,18 @@ def test_a_stranger_gets_a_pairing_code_once_and_reaches_no_model(running: Runni
     [told] = graph.texts(STRANGER)
     assert "Ask the owner to approve code" in told and "not authorised" not in told  # pairing on: a code
     assert model.chat_requests == [] and not _pending(running.workspace)
+
+
+def test_a_typed_command_is_answered_without_the_model_and_stop_at_once(running: Running) -> None:
+    """A /command typed as a message (conversation/intake.py's ChannelIntake.command): /stop answered at once, the
+    others in the chat's order from conversation/commands.py; none reaches the model or stays in the inbox."""
+    graph, model = running.graph, running.model
+    model.reset()
+    before = len(graph.texts(OWNER))
+    assert graph.user_text(OWNER, "/stop")[1] == 200  # nothing is being written
+    wait_until(lambda: len(graph.texts(OWNER)) > before, what="the answer to /stop")
+    assert graph.user_text(OWNER, "/jobs")[1] == 200
+    wait_until(lambda: len(graph.texts(OWNER)) > before + 1, what="the answer to /jobs")
+    stop, jobs = graph.texts(OWNER)[before:]
+    assert "nothing to stop" in stop and "job" in jobs.lower()
+    assert model.chat_requests == [] and not _pending(running.workspace)

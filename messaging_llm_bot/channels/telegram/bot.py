@@ -207,7 +207,7 @@ class TelegramService(ChannelService):
             self.notices,
             fe.intake.inbox,
             owner_conversation=fe.intake.job_conversation,
-            start=fe.intake.start_job_item,
+            start=fe.intake.shared.start_job,
             morning_digest=self.settings.morning_digest,
             # A served client's `ask` call, with approve_in_chat, is asked in the owner's chat (docs/serve.md).
             ask_owner=None if owner is None else fe.approvals.approver(app.bot, owner, loop),

@@ -32,13 +32,12 @@ from messaging_llm_bot.channels.telegram.settings import (
     topic_in,
 )
 from messaging_llm_bot.channels.telegram.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.albums import Albums, stored_albums
 from messaging_llm_bot.conversation.attachments import unsupported_text
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text, storage_error_text
-from messaging_llm_bot.conversation.intake import left_by_last_run
+from messaging_llm_bot.conversation.intake import ChannelIntake, left_by_last_run
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
@@ -62,6 +61,8 @@ class Intake:
         self.duplicates = access.duplicates  # update ids the inbox holds as answered: the gate drops them
         self.tasks = tasks  # the replay's turns and job runs, in their chats' queues
         self.outage = StorageOutage("telegram")  # the inbox cannot store: updates held unconfirmed
+        # What every channel's intake shares (conversation/intake.py): the backlog notice, job runs queued once.
+        self.shared = ChannelIntake(turns, queues, tasks, self.outage, queue_of=chat_of)
         # Photos sent together: one turn (conversation/albums.py)
         self.albums: Albums[Update] = Albums(album_key, lambda update: update.update_id)
 
@@ -147,21 +148,22 @@ class Intake:
         """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered and out of the inbox;
         the chat is told once per backlog (conversation/chatqueue.py)."""
         chat = update.effective_chat
-        tell, waiting = self.queues.refused(chat.id), self.queues.pending(chat.id)  # now, while the backlog is there
         self.duplicates.discard(update.update_id)
         self.albums.dropped(update)
         item = self.items.pop(update.update_id, None)
+
+        async def say(text: str) -> None:
+            try:
+                await answer_update(update, bot, text)
+            except (telegram.error.TelegramError, TelegramDeliveryError) as err:
+                log.info("telegram: the backlog notice to chat %s failed: %s", chat.id, err)
+
+        await self.shared.over_limit(chat.id, say)  # told once per backlog, now while the backlog is there
         if item is not None:
             try:
                 await asyncio.to_thread(self.inbox.complete, item.item_id)
             except OSError as err:  # it would be answered at the next start: no harm
                 log.warning("telegram: could not drop %s from the inbox: %s", item.item_id, err)
-        if not tell:
-            return
-        try:
-            await answer_update(update, bot, texts.backlog_text(waiting))
-        except (telegram.error.TelegramError, TelegramDeliveryError) as err:
-            log.info("telegram: the backlog notice to chat %s failed: %s", chat.id, err)
 
     def join_running(self, update: Update, bot: telegram.Bot) -> bool:
         """Hand a message to the turn of the same person running in its chat (busy mode steer or interrupt,
@@ -236,15 +238,11 @@ class Intake:
         """
         jobs, items = left_by_last_run(self.inbox, "tg:", "telegram")  # other channels replay their own
         for item in jobs:
-            self.start_job_item(item)  # a job run left by a crash: in its place in the owner's queue
+            self.shared.start_job(item)  # a job run left by a crash: in its place in the owner's queue
         for item, album in stored_albums(items, lambda stored: _album_of(stored, bot)):
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
             answer = self.turns.answer(item, album)
             self.tasks.spawn(chat_of(item.conversation_id), answer, owner=sender == self.settings.owner, exempt=True)
-
-    def start_job_item(self, item: InboxItem) -> None:
-        """Answer a job run's item in its chat's queue (the owner's: first, never refused); once at a time."""
-        self.tasks.spawn_once(item.item_id, chat_of(item.conversation_id), lambda: self.turns.answer(item))
 
     def job_conversation(self, job: Job) -> str | None:
         """The conversation a Telegram job's runs go to (conversation/job_router.py decides which jobs are
