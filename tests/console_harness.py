@@ -58,6 +58,20 @@ def run_bot(args: list[str], stdin: str, timeout: float = 60, entry: str = "pyth
     )
 
 
+class TypedLines:
+    """Lines typed at a terminal, for ``run_console`` in the test's process: it claims to be a terminal (the chat
+    is interactive: it asks, streams, runs jobs), and gives its lines one by one, then the end of input."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = list(lines)
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.lines.pop(0) if self.lines else ""
+
+
 class Terminal:
     """The bot on a pty: ``type`` keys, ``wait_for`` output."""
 

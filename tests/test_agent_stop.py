@@ -10,6 +10,7 @@ import threading
 
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.agent.incoming import Incoming
+from tests.console_harness import TypedLines
 from tests.telegram_harness import make_runtime
 from tests.waiting import wait_until
 
@@ -131,7 +132,7 @@ def test_ctrl_c_in_the_terminal_chat_stops_the_turn_and_the_chat_goes_on(
 
         threading.Thread(target=ctrl_c_while_it_thinks, daemon=True).start()
         out, err = _Lines(), _Lines()
-        assert run_console(runtime, _Tty(["tell me a long story\n", "hello?\n"]), out, err) == 0
+        assert run_console(runtime, TypedLines(["tell me a long story\n", "hello?\n"]), out, err) == 0
         first, second = out.text.split("you> ")[1:3]
         assert first.startswith("⏹ Stopped.") and "word1" not in first
         assert "stopping" in err.text
@@ -153,19 +154,6 @@ class _Lines:
         pass
 
 
-class _Tty:
-    """Lines typed at a terminal."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = list(lines)
-
-    def isatty(self) -> bool:
-        return True
-
-    def readline(self) -> str:
-        return self.lines.pop(0) if self.lines else ""
-
-
 def test_sigterm_still_leaves_the_terminal_chat_at_once(bot_config, workspace, chat_server, tmp_path):
     from messaging_llm_bot.channels.console.chat import run_console
 
@@ -179,7 +167,7 @@ def test_sigterm_still_leaves_the_terminal_chat_at_once(bot_config, workspace, c
 
         threading.Thread(target=sigterm_while_it_thinks, daemon=True).start()
         out = _Lines()
-        assert run_console(runtime, _Tty(["hi\n", "never read\n"]), out, _Lines()) == 0  # left, not waited for
+        assert run_console(runtime, TypedLines(["hi\n", "never read\n"]), out, _Lines()) == 0  # left, not waited for
         assert "late" not in out.text
         assert [item.payload["text"] for item in Inbox(workspace).pending()] == ["hi"]  # stays for the next start
     finally:

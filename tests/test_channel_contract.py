@@ -35,6 +35,7 @@ from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
 from messaging_llm_bot.conversation.routes import ROUTES, Route
 from tests import preload
+from tests.console_harness import TypedLines
 from tests.webchat_harness import start_webchat  # noqa: F401 - the web chat's fixture (its own harness module)
 
 RECORDS = [
@@ -241,17 +242,7 @@ def test_every_registered_channel_has_an_entry_the_run_can_start(route: Route) -
 DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
 
 
-class _Tty:
-    """Lines typed at a terminal (the terminal chat asks only a terminal)."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = list(lines)
-
-    def isatty(self) -> bool:
-        return True
-
-    def readline(self) -> str:
-        return self.lines.pop(0) if self.lines else ""
+_Tty = TypedLines  # lines typed at a terminal (the terminal chat asks only a terminal)
 
 
 def _approve_on_telegram(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:

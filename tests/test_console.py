@@ -21,7 +21,7 @@ from messaging_llm_bot.conversation.usage_text import format_stats
 from messaging_llm_bot.runtime import build_runtime
 from tests import preload
 from tests.cli_inprocess import run_bot_start, run_cli
-from tests.console_harness import API_KEY, ENTRIES, REPO, run_bot, write_config
+from tests.console_harness import API_KEY, ENTRIES, REPO, TypedLines, run_bot, write_config
 
 
 @pytest.mark.parametrize("entry", ["python -m", "assistant run"])
@@ -204,19 +204,6 @@ def test_runtime_with_memory_background_and_shutdown(tmp_path, chat_server, test
         runtime.shutdown(timeout=5)
 
 
-class _Tty:
-    """A line source that claims to be a terminal, as a person typing would be."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = list(lines)
-
-    def isatty(self) -> bool:
-        return True
-
-    def readline(self) -> str:
-        return self.lines.pop(0) if self.lines else ""
-
-
 @pytest.mark.parametrize("answer, kept", [("y\n", False), ("n\n", True)])
 def test_terminal_owner_confirms_or_declines_a_delete(tmp_path, chat_server, test_skills_dir, answer, kept):
     import io
@@ -231,7 +218,7 @@ def test_terminal_owner_confirms_or_declines_a_delete(tmp_path, chat_server, tes
     )
     out = io.StringIO()
     try:
-        assert run_console(runtime, _Tty(["delete notes/old.md\n", answer]), out, io.StringIO()) == 0
+        assert run_console(runtime, TypedLines(["delete notes/old.md\n", answer]), out, io.StringIO()) == 0
     finally:
         runtime.shutdown(5)
     assert "Confirm this action?" in out.getvalue() and "skill: file" in out.getvalue()

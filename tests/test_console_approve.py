@@ -17,21 +17,9 @@ import requests
 
 from assistant_framework.workspace import Workspace
 from tests.console_harness import Terminal, write_config
+from tests.test_serve_approve_home import SERVE, TOKEN, model
 
 pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
-
-TOKEN = "asker-token-" + "b" * 24
-SERVE = {"clients": [{"name": "asker", "token_env": "ASKER_TOKEN", "skills": ["save_note"], "approve_in_chat": True}]}
-
-
-def model(request: dict) -> str:
-    """A save_note call for 'save a note NAME', the fed-back result in the reply."""
-    last = request["messages"][-1]["content"]
-    if last.startswith(("Result of skill", "Skill call")):
-        return json.dumps({"reply": "after the call: " + " ".join(last.split("\n")[:2])})
-    if found := re.match(r"save a note (\w+)", last):
-        return json.dumps({"skill": "save_note", "args": {"name": found[1], "text": "x"}})
-    return json.dumps({"reply": "ok"})
 
 
 @pytest.mark.timeout(120)

@@ -9,10 +9,9 @@ Messages for the model go through the durable inbox like every channel's: a mess
 answered first at the next start (its reply block comes before the new ones; a note naming it goes to stderr).
 
 While an answer is written, the terminal's line discipline holds what the owner types until Enter; the main
-thread looks for such a line between its other duties (a question, Ctrl-C) and never blocks on it. A line for
-the model joins the answer by the chat's busy mode (``steer``: at its next step; ``interrupt``: the model call in
-flight is cut) or waits and is answered next, in order; ``/stop`` stops the answer as Ctrl-C does; other
-commands wait their turn. A scripted chat reads its next line only after the reply: each line is its own turn.
+thread looks for such a line between its other duties (a question, Ctrl-C) and never blocks on it: what such a
+line does by the busy mode is docs/conversation.md's "The terminal chat". A scripted chat reads its next line
+only after the reply: each line is its own turn.
 
 One terminal chat per workspace (``state/console.lock``): two would both answer the message a crash left
 unanswered, both deliver this conversation's reminders and jobs and interleave one conversation. A Telegram or
