@@ -190,9 +190,7 @@ class ConsoleService(ChannelService):
         self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
         self.turns = self.shutdown.turns = ConsoleTurns(self)
         # A message the inbox cannot store is held (the chat told once) and stored again after a pause.
-        self.intake = ChannelIntake(
-            self.turns, self.queues, self.tasks, self.storage, wait=self.sleep, stopping=lambda: self.stopping
-        )
+        self.intake = self.channel_intake(self.turns, hold=True)
         loop = asyncio.get_running_loop()
         if self.term.screen is not None:  # only a person can confirm: a scripted chat's "ask" calls are refused
             self.approver = self.approvals.questions.approver(self._ask_one, loop, "the terminal")
