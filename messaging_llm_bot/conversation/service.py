@@ -15,9 +15,10 @@ closes at the end (``close``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence, Sized
 from datetime import datetime
 from typing import Protocol
 
@@ -37,6 +38,8 @@ from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import ChannelStop, request_stop, run_own_loop, shutdown_runtime, take_lock
+
+log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -158,6 +161,13 @@ class ChannelService:
         """Return once a stop began."""
         assert self._stop is not None
         await self._stop.wait()
+
+    def warn_if_no_one_allowed(self, allowed: Sized, key: str, how: str, example: str, also: str = "") -> None:
+        """The owner's warning at the start when the allowlist ``key`` is empty: the channel answers no one (and,
+        ``also``, what else it does not do); ``how`` they find the id to add, ``example`` the list as
+        ``config set`` takes it."""
+        if not allowed:
+            log.warning("%s is empty: the bot answers no one%s. %s: config set %s %s", key, also, how, key, example)
 
     async def join_jobs(self, jobs: ChannelJobs) -> None:
         """Join the process's one job scheduler (left at the stop)."""

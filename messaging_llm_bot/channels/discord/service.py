@@ -87,11 +87,7 @@ class DiscordService(ChannelService):
         await intake.strangers.load()
         self._gateway = await self._connect(self.client)
         await self._owner_dm(self.client)
-        if not config.allowed:
-            log.warning(
-                "discord.allowed is empty: the bot answers no one. Add your user id: "
-                'config set discord.allowed ["80351110224678912"]'
-            )
+        self.warn_if_no_one_allowed(config.allowed, "discord.allowed", "Add your user id", '["80351110224678912"]')
         log.info("discord: connected to the gateway as %s for %s", self.client.user, list(config.allowed))
         intake.intake.replay(PREFIX)  # job runs, then messages and notices oldest first
         loop = asyncio.get_running_loop()

@@ -100,11 +100,8 @@ class MatrixService(ChannelService):
         self.reader = reader = SyncReader(self)
         if not await self._login():
             return
-        if not self.config.allowed:
-            log.warning(
-                "matrix.allowed is empty: the bot answers no one and joins no room. Add your Matrix id: "
-                'config set matrix.allowed ["@you:example.org"]'
-            )
+        how, also = "Add your Matrix id", " and joins no room"
+        self.warn_if_no_one_allowed(self.config.allowed, "matrix.allowed", how, '["@you:example.org"]', also)
         log.info("matrix: serving %s on %s for %s", client.user_id, client.homeserver, list(self.config.allowed))
         reader.replay()
         await self.join_jobs_sending(

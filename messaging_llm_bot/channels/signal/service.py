@@ -126,11 +126,8 @@ class SignalService(ChannelService):
             lambda chat, text, conversation: send_to(client, chat, text, conversation), lambda: owner_of(self.settings)
         )
         events = EventReader(self)
-        if not self.settings.allowed:
-            log.warning(
-                "signal.allowed is empty: the bot answers no one. Send it a message to see your "
-                'Signal id, then add it with: config set signal.allowed ["+NUMBER"]'
-            )
+        how = "Send it a message to see your Signal id, then add it with"
+        self.warn_if_no_one_allowed(self.settings.allowed, "signal.allowed", how, '["+NUMBER"]')
         log.info(
             "signal: serving %s through signal-cli at %s for %s",
             self.settings.account,

@@ -124,11 +124,7 @@ class SlackService(ChannelService):
         intake = Intake(self)
         await intake.strangers.load()
         await self._take_events(intake)
-        if not config.allowed:
-            log.warning(
-                "slack.allowed is empty: the bot answers no one. Add your user id: "
-                'config set slack.allowed ["U0123ABCD"]'
-            )
+        self.warn_if_no_one_allowed(config.allowed, "slack.allowed", "Add your user id", '["U0123ABCD"]')
         intake.intake.replay(PREFIX, notices_first=True)  # job runs and the notices that wait, then messages
         await self.join_jobs(
             ChannelJobs(

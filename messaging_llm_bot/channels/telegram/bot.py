@@ -135,11 +135,8 @@ class TelegramService(ChannelService):
         assert self.frontend is not None and app.updater is not None
         ids = sorted(self.settings.allowed_user_ids)
         log.info("Serving @%s for user ids %s", app.bot.username, ids)
-        if not ids:
-            log.warning(
-                "telegram.allowed_user_ids is empty: the bot answers no one. Send it a message to "
-                "see your numeric user id, then add it with: config set telegram.allowed_user_ids [ID]"
-            )
+        how = "Send it a message to see your numeric user id, then add it with"
+        self.warn_if_no_one_allowed(ids, "telegram.allowed_user_ids", how, "[ID]")
         self.frontend.intake.start_replay(app.bot)
         retries = START_ATTEMPTS - 1  # deleteWebhook/setWebhook: the server answered getMe
         if self.settings.mode == "webhook":

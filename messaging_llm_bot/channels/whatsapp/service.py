@@ -93,11 +93,7 @@ class WhatsAppService(ChannelService):
         await intake.strangers.load()
         self.webhook = Webhook(lambda: self.config, lambda: self.secrets.app_secret, intake.take)
         self.webhook.start()
-        if not config.allowed:
-            log.warning(
-                "whatsapp.allowed is empty: the bot answers no one. Add your number: "
-                'config set whatsapp.allowed ["+491701234567"]'
-            )
+        self.warn_if_no_one_allowed(config.allowed, "whatsapp.allowed", "Add your number", '["+491701234567"]')
         log.info("whatsapp: serving the webhook on %s for %s", self.webhook.url, [f"+{n}" for n in config.allowed_ids])
         # What the last run left: job runs and the notices that wait, then messages oldest first.
         intake.intake.replay(PREFIX, self._sent_by_owner, notices_first=True)
