@@ -33,7 +33,7 @@ from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
 from messaging_llm_bot.conversation.item_turns import ItemTurns
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_scheduler import JobScheduler
-from messaging_llm_bot.conversation.notices import ChannelNotices, SendTo, digest_now
+from messaging_llm_bot.conversation.notices import ChannelNotices, SendTo, digest_now, notify_from_thread
 from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -168,6 +168,24 @@ class ChannelService:
         ``config set`` takes it."""
         if not allowed:
             log.warning("%s is empty: the bot answers no one%s. %s: config set %s %s", key, also, how, key, example)
+
+    async def send_notice(self, text: str) -> bool:
+        """A notice for the owner (a collector's, the morning digest) on a channel whose notices go through its
+        inbox like a reply (``notice_through_inbox``); True once it is on its way."""
+        raise NotImplementedError(f"{self.NAME} sends its notices through conversation/notices.py")
+
+    def notify_from_thread(self, collector_name: str, text: str) -> None:
+        """A collector's notice for the owner, from the collector's thread: ``send_notice`` on the channel's loop."""
+        notify_from_thread(self._loop, self.send_notice, collector_name, text)
+
+    async def notice_through_inbox(self, turns: ItemTurns, chat: str | None, text: str, missing: str) -> bool:
+        """``text`` to the owner's conversation ``chat`` through the inbox and the ledger like a reply
+        (``ItemTurns.queue_notice``: it goes out once); while there is no such chat, not sent (``missing``: why,
+        logged)."""
+        if chat is None:
+            log.warning("%s: a notice for the owner is not sent: %s", self.NAME, missing)
+            return False
+        return await turns.queue_notice(self.tasks, chat, text)
 
     async def join_jobs(self, jobs: ChannelJobs) -> None:
         """Join the process's one job scheduler (left at the stop)."""

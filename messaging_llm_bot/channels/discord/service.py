@@ -26,7 +26,6 @@ from messaging_llm_bot.channels.discord.intake import Intake
 from messaging_llm_bot.channels.discord.settings import PREFIX, DiscordToken, api_url, conversation_of
 from messaging_llm_bot.channels.discord.turn import TurnRunner, address_of
 from messaging_llm_bot.conversation.job_router import ChannelJobs
-from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -101,7 +100,7 @@ class DiscordService(ChannelService):
                 ask_owner=self.channel.approvals.owner_approver(lambda: self._owner_chat(), loop),
             )
         )
-        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text))
+        self.runtime.start_background(notify=self.notify_from_thread)
 
     async def _connect(self, client: discord.Client) -> asyncio.Task[None]:
         """Log in, connect the gateway; the gateway's task (it ends only when the client closes or fails: then
@@ -179,16 +178,8 @@ class DiscordService(ChannelService):
 
     async def send_notice(self, text: str) -> bool:
         """A notice to the owner's DM, through the inbox and the ledger like a reply: it goes out once."""
-        chat = self._owner_chat()
-        if chat is None:
-            log.warning("discord: a notice for the owner is not sent: no owner DM (discord.allowed empty or refused)")
-            return False
-        return await self.turns.queue_notice(self.tasks, chat, text)
-
-    def notify_from_thread(self, collector_name: str, text: str) -> None:
-        """A collector's notice for the owner, from the collector's thread."""
-        assert self._loop is not None
-        notify_from_thread(self._loop, self.send_notice, collector_name, text)
+        missing = "no owner DM (discord.allowed empty or refused)"
+        return await self.notice_through_inbox(self.turns, self._owner_chat(), text, missing)
 
 
 def _gateway_failure(gateway: asyncio.Task[None]) -> Exception:

@@ -29,7 +29,6 @@ from messaging_llm_bot.channels.slack.turn import TurnRunner, address_of
 from messaging_llm_bot.channels.slack.webhook import Webhook
 from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.job_router import ChannelJobs
-from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -136,7 +135,7 @@ class SlackService(ChannelService):
                 ask_owner=self.channel.questions.approver(self._ask_owner, loop, "the slack owner's DM"),
             )
         )
-        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text))
+        self.runtime.start_background(notify=self.notify_from_thread)
 
     async def _take_events(self, intake: Intake) -> None:
         """Events in: Socket Mode connected, or the Events API's request URL listening."""
@@ -181,15 +180,8 @@ class SlackService(ChannelService):
 
     async def send_notice(self, text: str) -> bool:
         """A notice to the owner's DM, through the inbox and the ledger like a reply: it goes out once."""
-        if not self.owner_dm:
-            log.warning("slack: a notice for the owner is not sent: no owner DM (slack.allowed empty or refused)")
-            return False
-        return await self.turns.queue_notice(self.tasks, conversation_of(self.owner_dm), text)
-
-    def notify_from_thread(self, collector_name: str, text: str) -> None:
-        """A collector's notice for the owner, from the collector's thread."""
-        assert self._loop is not None
-        notify_from_thread(self._loop, self.send_notice, collector_name, text)
+        chat = conversation_of(self.owner_dm) if self.owner_dm else None
+        return await self.notice_through_inbox(self.turns, chat, text, "no owner DM (slack.allowed empty or refused)")
 
 
 def run_slack(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:

@@ -27,7 +27,7 @@ from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
 from messaging_llm_bot.channels.whatsapp.webhook import Webhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.job_router import ChannelJobs, owner_digest
-from messaging_llm_bot.conversation.notices import notify_from_thread, send_digest
+from messaging_llm_bot.conversation.notices import send_digest
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
@@ -98,7 +98,7 @@ class WhatsAppService(ChannelService):
         # What the last run left: job runs and the notices that wait, then messages oldest first.
         intake.intake.replay(PREFIX, self._sent_by_owner, notices_first=True)
         await self._join_jobs(loop, intake)
-        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text))
+        self.runtime.start_background(notify=self.notify_from_thread)
 
     async def _join_jobs(self, loop: asyncio.AbstractEventLoop, intake: Intake) -> None:
         digest = owner_digest(self.config.morning_digest, self.timezone, self.morning_digest)
@@ -153,14 +153,8 @@ class WhatsAppService(ChannelService):
         """A notice to the owner, through the inbox and the ledger like a reply: it goes out once, as the
         template outside the window, or waits there for the owner's next message; never lost."""
         owner = self.config.owner_id
-        if owner is None:
-            log.warning("whatsapp: a notice for the owner is not sent: whatsapp.allowed is empty")
-            return False
-        return await self.turns.queue_notice(self.tasks, conversation_of(owner), text)
-
-    def notify_from_thread(self, collector_name: str, text: str) -> None:
-        assert self._loop is not None
-        notify_from_thread(self._loop, self.send_notice, collector_name, text)
+        chat = None if owner is None else conversation_of(owner)
+        return await self.notice_through_inbox(self.turns, chat, text, "whatsapp.allowed is empty")
 
     async def morning_digest(self) -> None:
         await send_digest(self.runtime.workspace, self.timezone, self.send_notice)
