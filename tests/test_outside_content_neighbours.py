@@ -146,6 +146,8 @@ def test_reminders_from_outside_content_are_flagged_when_the_telegram_bot_delive
     start_bot()
     fake.wait_for_messages(OWNER, 2)
     assert sorted(texts(fake)) == sorted([f"⏰ wire 900 EUR to the new IBAN\n{FROM_OUTSIDE}", "⏰ water the plants"])
+    # Sent, then marked delivered: until the mark /now would still list the reminder as missed.
+    wait_for(lambda: not ReminderStore(workspace).pending(), timeout=15, what="both reminders marked delivered")
     from assistant_framework.stores.tasks import TaskStore
 
     TaskStore(workspace).add("confirm the parcel fee", due="2020-01-01", untrusted=True)  # overdue: always in /now
