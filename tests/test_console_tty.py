@@ -227,3 +227,46 @@ def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_uns
         jobs.stop(10)
         runtime.shutdown(5)
     assert _statuses(store)["drink water"] == "pending"  # shown at the next start
+
+
+def test_a_notice_left_by_the_last_run_is_printed_once_between_the_lines_at_the_next_start(
+    bot_config, workspace, tmp_path: Path
+) -> None:
+    """A collector's notice goes through the inbox (ItemTurns.queue_notice); one a quit left unprinted is printed
+    at the next start between the user's lines, once, and does not hold the prompt (it is no typed message)."""
+    import io
+    import threading
+
+    from assistant_framework.inbox import Inbox
+    from messaging_llm_bot.channels.console.chat import run_console
+    from messaging_llm_bot.conversation.item_turns import NOTICE_KEY
+    from tests.console_harness import TypedLines
+    from tests.telegram_harness import make_runtime
+
+    inbox = Inbox(workspace)
+    item = inbox.accept(f"{NOTICE_KEY}:left", "console", {NOTICE_KEY: True})
+    assert item is not None
+    inbox.record_reply(item.item_id, "📬 rss: *new* item")
+    del inbox
+    printed = threading.Event()
+
+    class Typing(TypedLines):
+        def readline(self) -> str:  # the owner ends the chat once the notice is on the screen
+            printed.wait(20)
+            return super().readline()
+
+    class Screen(io.StringIO):
+        def write(self, text: str) -> int:
+            written = super().write(text)
+            if "📬 rss" in self.getvalue():
+                printed.set()
+            return written
+
+    out = Screen()
+    runtime = make_runtime({**bot_config, "memory": {"enabled": False}}, workspace, tmp_path)
+    try:
+        assert run_console(runtime, Typing([]), out, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    assert out.getvalue().count("📬 rss: new item") == 1  # its Markdown as the terminal shows it
+    assert Inbox(workspace).pending() == []

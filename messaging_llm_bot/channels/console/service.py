@@ -195,13 +195,13 @@ class ConsoleService(ChannelService):
         if self.term.screen is not None:  # only a person can confirm: a scripted chat's "ask" calls are refused
             self.approver = self.approvals.questions.approver(self._ask_one, loop, "the terminal")
         jobs, messages = left_by_last_run(self.inbox, CHAT, self.NAME)
-        for item in messages:
+        for item in (one for one in messages if not is_notice_item(one)):
             text = str(item.payload.get("text", ""))[:80]
             print(f"(answering a message left unanswered by the last run: {text!r})", file=self.term.stderr, flush=True)
             self.tasks.spawn(CHAT, self.turns.answer(item), owner=True, exempt=True)
         if self.term.screen is None:
             return  # scripted: no jobs, notices or questions
-        for item in jobs:
+        for item in [*jobs, *(one for one in messages if is_notice_item(one))]:  # printed between the lines
             self.start_job(item)
         await self.join_jobs(
             ChannelJobs(
@@ -218,7 +218,8 @@ class ConsoleService(ChannelService):
         self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, send, name, text))
 
     def start_job(self, item: InboxItem) -> None:
-        """Answer a run's item beside the typed turns; one at a time, in the order offered, each once."""
+        """Answer a run's (or a notice's) item beside the typed turns; one at a time, in the order offered, each
+        once."""
         self.side.spawn_once(item.item_id, CHAT, lambda: self.turns.answer(item))
 
     async def show(self, text: str) -> bool:
