@@ -792,11 +792,41 @@ def test_without_pairing_a_stranger_is_told_their_id_once(
 
 WORDS = [f"word{i} " for i in range(14)]
 # The editing channels edit at most once per their ``edit_interval_seconds`` (1 s by default: the platforms'
-# rate limits); against the fakes the test sets it to 0.1 s, and the 14 words come over about 1.5 s, so the
-# growing answer is shown at least twice before the final text whatever the first message's grace (0.3 s) holds
-# back. With the default interval (the setting not reaching the channel) it would be shown once at most.
+# rate limits); against the fakes the test sets it to 0.1 s. The model's stream is held at three points until
+# the platform shows the words so far (``_held_until_shown``): the first message can hold at most word0-word4,
+# so word9 and then word13 can only be shown by two edits before the end, however slow the machine is. A
+# channel that does not edit never shows word9 before the end: the hold gives up after a while, and the count
+# of edits fails the test. (With the default interval the holds only wait longer.)
 EDIT_INTERVAL = 0.1
 STREAMED = {"content": "".join(WORDS) + "END", "stream_chunks": [*WORDS, "END"], "chunk_delay": 0.1}
+#: Before the chunk of this index is sent, the platform must show the word before it.
+HOLDS = (5, 10, len(WORDS))
+
+
+@dataclasses.dataclass
+class _Shown:
+    """What an editing channel's platform has shown of the answer so far: every text sent or edited in.
+    The channel's driver sets ``texts`` before the owner writes; a channel that cannot edit leaves it None."""
+
+    texts: Callable[[], list[str]] | None = None
+
+
+def _held_until_shown(shown: _Shown) -> Callable[[int], None]:
+    """The stream's ``chunk_gate``: at each of HOLDS, wait until some text the platform shows has the word
+    before it (at most 20 s; then the stream goes on and the count of edits says what was missing)."""
+    from tests.waiting import wait_until
+
+    def gate(index: int) -> None:
+        texts = shown.texts
+        if texts is None or index not in HOLDS:
+            return
+        word = WORDS[index - 1].strip()
+        try:
+            wait_until(lambda: any(word in text for text in texts()), timeout=20, what=f"{word} shown")
+        except AssertionError:
+            pass  # the test's own assertion names what was shown
+
+    return gate
 
 
 def _streaming(section: str | None = None) -> Callable[[dict[str, typing.Any]], None]:
@@ -810,19 +840,24 @@ def _streaming(section: str | None = None) -> Callable[[dict[str, typing.Any]], 
     return patch
 
 
-def _stream_on_telegram(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+def _edited_texts(fake: typing.Any) -> list[str]:
+    return [c["params"]["text"] for c in fake.calls("editMessageText") if c["status"] == 200]
+
+
+def _stream_on_telegram(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
     """(partial texts shown by edits, the messages left in the owner's chat)."""
     from tests.telegram_harness import texts
 
     fake = request.getfixturevalue("fake")
     request.getfixturevalue("start_bot")(stream=True, edit_interval_seconds=EDIT_INTERVAL)
+    shown.texts = lambda: texts(fake) + _edited_texts(fake)
     fake.send_message("stream please")
     fake.wait_for(lambda: any(t.endswith("END") for t in texts(fake)), timeout=30)
-    edits = [c["params"]["text"] for c in fake.calls("editMessageText") if c["status"] == 200]
+    edits = _edited_texts(fake)
     return len([e for e in edits if e.startswith("word0") and not e.endswith("END")]), texts(fake)
 
 
-def _stream_on_signal(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+def _stream_on_signal(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
     from tests.signal_harness import OWNER, wait_for
 
     daemon = request.getfixturevalue("daemon")
@@ -844,7 +879,7 @@ class _Screen(io.StringIO):
         return super().write(text)
 
 
-def _stream_on_the_terminal(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+def _stream_on_the_terminal(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
     """The terminal cannot edit; it prints the answer as it streams in, then the rest of the block."""
     from messaging_llm_bot.channels.console.chat import run_console
     from tests.telegram_harness import make_runtime
@@ -861,7 +896,7 @@ def _stream_on_the_terminal(request: pytest.FixtureRequest) -> tuple[int, list[s
     return 0, [screen.getvalue().strip().removesuffix("you>").strip()]  # the next prompt is not part of the answer
 
 
-def _stream_on_email(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+def _stream_on_email(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
     from tests.email_harness import body, mail
     from tests.waiting import wait_until
 
@@ -872,22 +907,24 @@ def _stream_on_email(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
     return 0, [body(m).strip() for m in smtp.messages]  # a sent mail cannot be edited
 
 
-def _stream_on_matrix(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+def _stream_on_matrix(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
     world, room = _matrix_room(request, patch=_streaming("matrix"))
+    bot = world.bot.user_id
+    shown.texts = lambda: world.owner.texts(room, bot) + world.owner.edits(room, bot)
     world.owner.send(room, "stream please")
     shown = _bot_texts_until(world, room, lambda texts: any(t.endswith("END") for t in texts))
     edits = world.owner.edits(room, world.bot.user_id)
     return len([e for e in edits if e.startswith("word0") and not e.endswith("END")]), shown
 
 
-def _stream_on_webchat(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+def _stream_on_webchat(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
     """The page shows the growing answer as live text, never as a message: the messages are the final one."""
     chat = request.getfixturevalue("start_webchat")()
     chat.send("stream please")
     return 0, chat.replies_until(lambda texts: any(t.endswith("END") for t in texts))
 
 
-def _stream_on_whatsapp(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+def _stream_on_whatsapp(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
     """WhatsApp cannot edit a sent message: the streamed answer goes out once, when it is done."""
     from tests.whatsapp_harness import OWNER
 
@@ -897,12 +934,13 @@ def _stream_on_whatsapp(request: pytest.FixtureRequest) -> tuple[int, list[str]]
     return 0, _whatsapp_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
 
 
-def _stream_on_slack(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+def _stream_on_slack(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
     """Slack edits the answer in place (chat.update): how many edits showed it before its end."""
     from tests.slack_harness import OWNER, owner_texts, owner_writes
 
     slack = request.getfixturevalue("slack_api")
     request.getfixturevalue("start_slack")(patch=_streaming("slack"))
+    shown.texts = lambda: [text for m in slack.posted(slack.dms[OWNER]) for text in m["history"]]
     owner_writes(slack, "stream please")
     shown = _slack_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
     [message] = [m for m in slack.posted(slack.dms[OWNER]) if m["text"] == shown[-1]]
@@ -914,12 +952,13 @@ def _partial_edits(history: list[str]) -> int:
     return len([text for text in history[1:] if text.startswith("word0") and not text.endswith("END")])
 
 
-def _stream_on_discord(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+def _stream_on_discord(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
     """Discord edits the answer in place: how many edits showed it before its end."""
     from tests.discord_harness import OWNER, owner_texts, owner_writes
 
     discord = request.getfixturevalue("discord_api")
     request.getfixturevalue("start_discord")(patch=_streaming("discord"))
+    shown.texts = lambda: [text for m in discord.posted(discord.dms[OWNER]) for text in m["history"]]
     owner_writes(discord, "stream please")
     shown = _discord_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
     [message] = [m for m in discord.posted(discord.dms[OWNER]) if m["content"] == shown[-1]]
@@ -944,8 +983,9 @@ def test_a_streamed_reply_grows_by_edits_where_the_channel_can_edit_else_arrives
     channel: str, request: pytest.FixtureRequest, chat_server
 ) -> None:
     capabilities, _split = CHANNELS[channel]()
-    chat_server.enqueue(STREAMED)
-    partial, shown = STREAM[channel](request)
+    watch = _Shown()
+    chat_server.enqueue({**STREAMED, "chunk_gate": _held_until_shown(watch)})
+    partial, shown = STREAM[channel](request, watch)
     assert chat_server.chat_requests[0]["stream"] is True
     assert [text for text in shown if "word0" in text] == [shown[-1]] and shown[-1].endswith("word13 END")
     assert shown[-1].count("word0") == 1  # the answer once, not the stream and then the reply again

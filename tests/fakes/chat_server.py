@@ -43,7 +43,9 @@ A reply is a str (the assistant content) or a dict with optional keys:
 - `timings`: llama.cpp-style timings object added to the body;
 - `delay`: seconds to wait before answering (added to the server `latency`);
 - `stream_chunks`: the content pieces of a streamed answer (default: content split into
-  words); `chunk_delay`: seconds between streamed chunks; `stream_error`: an error object
+  words); `chunk_delay`: seconds between streamed chunks; `chunk_gate`: a callable given each
+  chunk's index before it is sent (the test's own process: it may block, holding the stream until
+  the test saw what the chunks so far should have shown); `stream_error`: an error object
   sent as a `data: {"error": ...}` event after the chunks (then the stream just ends);
   `stream_cut: True`: after the chunks the connection is dropped in the middle of the body (a
   server process that dies mid-answer: llama-server crashing, Ollama's runner killed for memory);
@@ -379,7 +381,9 @@ class _Handler(FakeHandler):
                 )
                 again = {"name": call["function"]["name"]} if spec.get("tool_name_each_delta") else {}
                 self._event(delta({"tool_calls": [{**index, "function": {**again, "arguments": args[half:]}}]}))
-        for piece in pieces if pieces is not None else _words(content):
+        for index, piece in enumerate(pieces if pieces is not None else _words(content)):
+            if spec.get("chunk_gate"):
+                spec["chunk_gate"](index)
             self._event(delta({"content": piece}))
             if spec.get("chunk_delay"):
                 time.sleep(float(spec["chunk_delay"]))
