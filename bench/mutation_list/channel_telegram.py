@@ -39,14 +39,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         TELEGRAM,
     ),
     Mutation(
-        "approval-press-always-yes",
-        f"{BOT}/channels/telegram/approval.py",
-        'answer: Answer = ALLOW_CONVERSATION if allowance else choice in ("yes", "chat")',
-        "answer: Answer = ALLOW_CONVERSATION if allowance else True",
-        "the owner's Decline button confirms the call",
-        ("test_channel_contract.py", "test_telegram_approval.py"),
-    ),
-    Mutation(
         "doctor-telegram-checked-when-unused",
         f"{BOT}/channels/telegram/doctor.py",
         "        return []  # Telegram is not used",

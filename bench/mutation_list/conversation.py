@@ -20,6 +20,14 @@ from mutation_list.common import (
 )
 
 MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "approval-press-always-yes",
+        f"{BOT}/conversation/approvals.py",
+        '    return ALLOW_CONVERSATION if choice == "chat" else choice == "yes"',
+        '    return ALLOW_CONVERSATION if choice == "chat" else True',
+        "the owner's Decline button confirms the call",
+        ("test_channel_contract.py", "test_telegram_approval.py", "test_slack_bot.py"),
+    ),
     # -- a chat message's turn and its reply's way out (conversation/chat_turns.py) ---------------------------
     Mutation(
         "chat-turns-retry-after-ignored",
@@ -310,7 +318,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "reply-question-left-open",
         f"{BOT}/conversation/approvals.py",
-        "            self.close(key)",
+        "            self.close(key)  # asked or not (a failed send): a later yes answers nothing",
         "            pass",
         "a yes/no question whose send failed stays open: the owner's next 'yes' is taken as its answer",
         ("test_reply_questions.py",),

@@ -6,7 +6,8 @@ time means no), declining a chat's open questions when the owner stops the turn,
 worker thread to the channel's event loop, which fails closed. An answer is True (confirm), False (decline)
 or ``ALLOW_CONVERSATION``, which only a question that offers it can get (a call that asks only because
 outside content is in view; agent/guard.py). A channel only sends the question and hands the owner's
-answer back: Telegram with buttons (telegram/approval.py), Signal, Matrix and WhatsApp by the owner's next
+answer back: Telegram and Slack with buttons (``OpenQuestions.ask_with_buttons``: the question's life, and
+what its message says once answered, ``chosen_text``), Signal, Matrix and WhatsApp by the owner's next
 message (``ReplyApprovals``, below).
 """
 
@@ -16,12 +17,15 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApprovalRequest
 from messaging_llm_bot.conversation.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
+
+#: The platform's handle of a posted question (Telegram's message, Slack's ``Asked``).
+Posted = TypeVar("Posted")
 
 TIMEOUT_SECONDS = 300.0
 #: What the owner is told when a question times out.
@@ -42,6 +46,12 @@ CHAT = frozenset({"chat", "always", "allow", "allow for this conversation"})
 Answer = bool | str
 #: Asks the owner on the channel's loop.
 Ask = Callable[[ApprovalRequest], Coroutine[Any, Any, Answer]]
+#: What a question's message says once answered by a button or a reply (Telegram, Slack), by the button's choice.
+CHOSEN = {
+    "yes": "Confirmed: doing it.",
+    "no": "Declined: not done.",
+    "chat": "Allowed for this conversation: doing it.",
+}
 
 
 def offers_conversation(request: ApprovalRequest) -> bool:
@@ -68,6 +78,21 @@ def answer_of(text: str, offered: bool) -> Answer | None:
     if word in CHAT:
         return ALLOW_CONVERSATION if offered else True
     return True if word in YES else False if word in NO else None
+
+
+def choice_of(answer: Answer) -> str:
+    """The button (``CHOSEN``'s key) that gives ``answer``."""
+    return "chat" if answer == ALLOW_CONVERSATION else "yes" if answer is True else "no"
+
+
+def answer_of_choice(choice: str) -> Answer:
+    """The answer a button gives: yes, no, or "chat" (allow for this conversation)."""
+    return ALLOW_CONVERSATION if choice == "chat" else choice == "yes"
+
+
+def chosen_text(answer: Answer | None) -> str:
+    """What the question's message says once answered (``NO_ANSWER`` when none came in time)."""
+    return NO_ANSWER if answer is None else CHOSEN[choice_of(answer)]
 
 
 def fail_closed(answer: object) -> Answer:
@@ -136,7 +161,35 @@ class OpenQuestions:
             except TimeoutError:
                 return False
         finally:
+            self.close(key)  # asked or not (a failed send): a later yes answers nothing
+
+    async def ask_with_buttons(
+        self,
+        key: str,
+        chat: Hashable,
+        request: ApprovalRequest,
+        post: Callable[[bool], Awaitable[Posted]],
+        show: Callable[[Posted, Answer | None], Awaitable[None]],
+        channel: str,
+    ) -> Answer:
+        """An ``ask`` question with buttons (Telegram, Slack), open under ``key`` while ``post(offers)`` sends it
+        (the platform's handle of its message; ``offers``: "allow for this conversation" is one of its buttons)
+        and the owner's press or reply answers it; then ``show(posted, answer)`` updates the message (None: no
+        answer in time; best effort, never raises). False when it could not be asked (``DeliveryError``)."""
+        future = self.open(key, chat, offers_conversation(request))
+        posted: Posted | None = None
+        answer: Answer | None = None
+        try:
+            posted = await post(self.offered(key))
+            answer = await self.wait(future)
+            return False if answer is None else answer
+        except DeliveryError as err:
+            log.warning("%s: could not ask for confirmation in %s: %s", channel, chat, err)
+            return False
+        finally:
             self.close(key)
+            if posted is not None:
+                await show(posted, answer)
 
     async def wait(self, future: asyncio.Future[Answer]) -> Answer | None:
         """The owner's answer, or None when none came within the timeout."""

@@ -16,19 +16,13 @@ import secrets
 from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict
 
-from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION
-from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer
+from messaging_llm_bot.conversation.approvals import Answer, chosen_text
 
 #: Block Kit's bound on a section's text.
 MAX_SECTION_CHARS = 3000
 _VALUE = re.compile(r"([0-9a-f]{16}):(yes|no|chat)")
 _LABELS = {"yes": "Confirm", "no": "Decline", "chat": "Allow for this conversation"}
 _STYLES = {"yes": "primary", "no": "danger"}
-CHOSEN = {
-    "yes": "Confirmed: doing it.",
-    "no": "Declined: not done.",
-    "chat": "Allowed for this conversation: doing it.",
-}
 
 
 @dataclass(frozen=True)
@@ -116,16 +110,6 @@ def question_blocks(mrkdwn: str, token: str, offers_chat: bool) -> list[Block]:
 def answered_blocks(mrkdwn: str, answer: Answer | None) -> list[Block]:
     """The question's message once answered: its text and what was chosen, no buttons."""
     return [section(f"{mrkdwn}\n\n*{chosen_text(answer)}*")]
-
-
-def chosen_text(answer: Answer | None) -> str:
-    if answer is None:
-        return NO_ANSWER
-    return CHOSEN["chat" if answer == ALLOW_CONVERSATION else "yes" if answer is True else "no"]
-
-
-def answer_of_choice(choice: str) -> Answer:
-    return ALLOW_CONVERSATION if choice == "chat" else choice == "yes"
 
 
 def press_of(payload: object) -> Press | None:

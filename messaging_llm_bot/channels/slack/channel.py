@@ -22,9 +22,7 @@ from messaging_llm_bot.channels.slack.api import SlackClient
 from messaging_llm_bot.channels.slack.buttons import (
     Asked,
     Press,
-    answer_of_choice,
     answered_blocks,
-    chosen_text,
     new_token,
     question_blocks,
 )
@@ -36,7 +34,7 @@ from messaging_llm_bot.channels.slack.format import (
     slack_text,
     split,
 )
-from messaging_llm_bot.conversation.approvals import Answer, OpenQuestions, answer_of
+from messaging_llm_bot.conversation.approvals import Answer, OpenQuestions, answer_of, answer_of_choice, chosen_text
 
 
 class SlackChannel:

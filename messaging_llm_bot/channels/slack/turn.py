@@ -27,7 +27,7 @@ from messaging_llm_bot.channels.slack.format import CAPABILITIES
 from messaging_llm_bot.channels.slack.live import SlackLive, ts_of_number
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_payload
 from messaging_llm_bot.channels.slack.settings import place_of
-from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
+from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, question_text
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received
@@ -97,34 +97,26 @@ class TurnRunner(ChatTurns):
         return self.slack.questions.approver(lambda request: self.ask(to, request), loop, question_key(to))
 
     async def ask(self, to: Address, request: ApprovalRequest) -> Answer:
-        """Ask the owner and wait for the reply yes/no/chat (False on timeout or error)."""
-        questions = self.slack.questions
+        """Ask the owner and wait for the press or the reply yes/no/chat (False on timeout or error); the question's
+        message then says what was chosen, without its buttons."""
         key = question_key(to)
-        offers = offers_conversation(request)
-        future = questions.open(key, key, offers)
-        how = HOW_TO_ANSWER_OR_ALLOW if offers else HOW_TO_ANSWER
-        asked: Asked | None = None
-        answer: Answer | None = None
-        try:
-            asked = await self.slack.ask_with_buttons(to, key, question_text(request), how, offers)
-            answer = await questions.wait(future)
+
+        async def post(offers: bool) -> Asked:
+            how = HOW_TO_ANSWER_OR_ALLOW if offers else HOW_TO_ANSWER
+            try:
+                return await self.slack.ask_with_buttons(to, key, question_text(request), how, offers)
+            except SlackUnavailable as err:
+                raise DeliveryError(str(err)) from err
+
+        async def show(asked: Asked, answer: Answer | None) -> None:
             if answer is None:
                 await self.say(to, NO_ANSWER)
-                return False
-            return answer
-        except (SlackUnavailable, DeliveryError) as err:
-            log.warning("slack: could not ask for confirmation: %s", err)
-            return False
-        finally:
-            questions.close(key)
-            if asked is not None:
-                await self._show_answer(asked, answer)
+            try:
+                await self.slack.show_answer(asked, answer)
+            except (SlackUnavailable, DeliveryError) as err:
+                log.info("slack: the question in %s was not updated: %s", asked.channel, err)
 
-    async def _show_answer(self, asked: Asked, answer: Answer | None) -> None:
-        try:
-            await self.slack.show_answer(asked, answer)
-        except (SlackUnavailable, DeliveryError) as err:
-            log.info("slack: the question in %s was not updated: %s", asked.channel, err)
+        return await self.slack.questions.ask_with_buttons(key, key, request, post, show, "slack")
 
 
 def joinable(msg: SlackMessage) -> bool:

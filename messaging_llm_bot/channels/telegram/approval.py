@@ -8,6 +8,7 @@ Callback queries bypass the per-chat ordering, so the press is handled while the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Callable
@@ -18,16 +19,18 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
-from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApprovalRequest
+from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.conversation.approvals import (
     ALLOWANCE,
     NO_ANSWER,
     TIMEOUT_SECONDS,
     Answer,
     OpenQuestions,
-    offers_conversation,
+    answer_of_choice,
+    chosen_text,
     question_text,
 )
+from messaging_llm_bot.conversation.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
 
@@ -49,54 +52,47 @@ class Approvals:
         return self.questions.approver(lambda request: self.ask(bot, chat_id, request, topic), loop, f"chat {chat_id}")
 
     async def ask(self, bot: telegram.Bot, chat_id: int, request: ApprovalRequest, topic: int | None = None) -> Answer:
-        """Send the question with buttons and wait for the owner's press (False on timeout)."""
+        """Send the question with buttons and wait for the owner's press (False on timeout: the message says so;
+        the press's handler shows what was chosen)."""
         token = secrets.token_hex(6)
-        future = self.questions.open(token, chat_id, offers_conversation(request))
-        rows = [
-            [
-                InlineKeyboardButton("✅ Confirm", callback_data=f"approve:{token}:yes"),
-                InlineKeyboardButton("✖ Decline", callback_data=f"approve:{token}:no"),
+
+        async def post(offers: bool) -> telegram.Message:
+            rows = [
+                [
+                    InlineKeyboardButton("✅ Confirm", callback_data=f"approve:{token}:yes"),
+                    InlineKeyboardButton("✖ Decline", callback_data=f"approve:{token}:no"),
+                ]
             ]
-        ]
-        if self.questions.offered(token):
-            rows.append([InlineKeyboardButton("🔓 Allow for this conversation", callback_data=f"approve:{token}:chat")])
-        try:
+            if offers:
+                rows.append(
+                    [InlineKeyboardButton("🔓 Allow for this conversation", callback_data=f"approve:{token}:chat")]
+                )
             try:
-                message = await bot.send_message(
+                return await bot.send_message(
                     chat_id,
-                    question_text(request, CONVERSATION_NOTE if offers_conversation(request) else ""),
+                    question_text(request, CONVERSATION_NOTE if offers else ""),
                     reply_markup=InlineKeyboardMarkup(rows),
                     message_thread_id=topic,
                 )
-            except TelegramError:
-                log.exception("telegram: could not ask for confirmation in chat %s", chat_id)
-                return False
-            answer = await self.questions.wait(future)
+            except TelegramError as err:
+                raise DeliveryError(str(err)) from err
+
+        async def show(message: telegram.Message, answer: Answer | None) -> None:
             if answer is None:
-                try:
+                with contextlib.suppress(TelegramError):
                     await bot.edit_message_text(NO_ANSWER, chat_id=chat_id, message_id=message.message_id)
-                except TelegramError:
-                    pass
-                return False
-            return answer
-        finally:
-            self.questions.close(token)
+
+        return await self.questions.ask_with_buttons(token, chat_id, request, post, show, "telegram")
 
     async def on_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Resolve the open question a button press belongs to."""
         query = update.callback_query
         _, token, choice = (query.data or "").split(":")
         await query.answer()
-        allowance = choice == "chat" and self.questions.offered(token)
         # "chat" on a question that did not offer it: this call only
-        answer: Answer = ALLOW_CONVERSATION if allowance else choice in ("yes", "chat")
-        if not self.questions.answer(token, answer):
-            await _edit(query, "This question has expired.")
-            return
-        if allowance:
-            await _edit(query, "Allowed for this conversation: doing it.")
-        else:
-            await _edit(query, "Declined: not done." if choice == "no" else "Confirmed: doing it.")
+        answer = answer_of_choice(choice) if self.questions.offered(token) or choice != "chat" else True
+        taken = self.questions.answer(token, answer)
+        await _edit(query, chosen_text(answer) if taken else "This question has expired.")
 
 
 async def _edit(query: Any, text: str) -> None:
