@@ -270,3 +270,26 @@ def test_a_notice_left_by_the_last_run_is_printed_once_between_the_lines_at_the_
         runtime.shutdown(5)
     assert out.getvalue().count("📬 rss: new item") == 1  # its Markdown as the terminal shows it
     assert Inbox(workspace).pending() == []
+
+
+def test_a_collectors_notice_is_printed_between_the_lines_once(bot_config, workspace, tmp_path: Path) -> None:
+    """A collector's notice (from its thread) goes through the inbox like a reply and is printed between the
+    user's lines: at once at an empty prompt; the item completed once printed."""
+    import io
+
+    from assistant_framework.inbox import Inbox
+    from messaging_llm_bot.channels.console.extras import Screen
+    from tests.waiting import wait_until
+
+    out = io.StringIO()
+    screen = Screen(out, lambda: "")
+    screen.before_prompt()  # at an empty prompt
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen)
+    try:
+        jobs.notify_from_thread("rss", "a *new* item")
+        wait_until(lambda: "📬 rss: a *new* item" in out.getvalue(), what="the notice printed")
+        wait_until(lambda: not Inbox(workspace).pending(), what="the notice's item completed")
+    finally:
+        jobs.stop(10)
+        runtime.shutdown(5)
+    assert out.getvalue().count("📬 rss") == 1

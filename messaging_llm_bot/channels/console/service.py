@@ -37,7 +37,6 @@ from messaging_llm_bot.conversation.item_turns import ItemTurns, is_notice_item
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.markup import terminal_text
-from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
@@ -214,13 +213,16 @@ class ConsoleService(ChannelService):
                 ask_owner=self.approver,
             )
         )
-        send = functools.partial(self.turns.queue_notice, self.side, CHAT)
-        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, send, name, text))
+        self.runtime.start_background(notify=self.notify_from_thread)
 
     def start_job(self, item: InboxItem) -> None:
         """Answer a run's (or a notice's) item beside the typed turns; one at a time, in the order offered, each
         once."""
         self.side.spawn_once(item.item_id, CHAT, lambda: self.turns.answer(item))
+
+    async def send_notice(self, text: str) -> bool:
+        """A notice (a collector's, the spending caps') through the inbox like a reply, printed between the lines."""
+        return await self.turns.queue_notice(self.side, CHAT, text)
 
     async def show(self, text: str) -> bool:
         """Print ``text`` between the user's lines; False when the chat ended first."""
