@@ -63,3 +63,32 @@ def test_a_config_that_cannot_run_is_refused_naming_the_key(tmp_path: Path, caps
     assert "matrix: cannot log in: matrix.password_env names TEST_MATRIX_PASSWORD_UNSET, which is not set" in err
     assert "Traceback" not in err and service._loop is None  # refused before a loop was made
     assert not (tmp_path / "ws" / "state" / "matrix.lock").exists()
+
+
+def test_the_secrets_a_record_names_are_read_once_per_load_or_reload(tmp_path: Path, monkeypatch) -> None:
+    """The app secret checks every webhook POST: read from its variable at the load and again at a ``/reload``
+    (the record is new then), not at every request."""
+    from messaging_llm_bot.channels.whatsapp.service import WhatsAppService
+
+    monkeypatch.setenv("TEST_WA_TOKEN", "token-1")
+    monkeypatch.setenv("TEST_WA_SECRET", "secret-1")
+    whatsapp = {
+        "enabled": True,
+        "phone_number_id": "106540352242922",
+        "access_token_env": "TEST_WA_TOKEN",
+        "app_secret_env": "TEST_WA_SECRET",
+        "verify_token": "verify-me-please",
+        "allowed": ["+491701234567"],
+    }
+    runtime = _runtime(tmp_path, whatsapp=whatsapp)
+    service = WhatsAppService(runtime, manage_runtime=False)
+    assert service.secrets.app_secret == "secret-1" and service.problem() is None
+    monkeypatch.setenv("TEST_WA_SECRET", "secret-2")
+    assert service.secrets.app_secret == "secret-1"  # the same load: read once
+    runtime.reload()
+    assert service.secrets.app_secret == "secret-2"  # a /reload reads it again
+    monkeypatch.delenv("TEST_WA_TOKEN")
+    runtime.reload()
+    assert (
+        service.problem() == "whatsapp: cannot start: whatsapp.access_token_env names TEST_WA_TOKEN, which is not set"
+    )

@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Hashable, Sequence, Sized
 from datetime import datetime
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
@@ -42,6 +42,23 @@ from messaging_llm_bot.conversation.shutdown import ChannelStop, request_stop, r
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+RecordT = TypeVar("RecordT")
+MadeT = TypeVar("MadeT")
+
+
+class PerRecord(Generic[RecordT, MadeT]):
+    """What a channel makes of its config record (the secrets the record's environment variables name), made
+    once per record: a load or ``/reload`` builds new records, so it is made again then, not at every call."""
+
+    def __init__(self, make: Callable[[RecordT], MadeT]) -> None:
+        self._make = make
+        self._made: tuple[RecordT, MadeT] | None = None
+
+    def __call__(self, record: RecordT) -> MadeT:
+        if self._made is None or self._made[0] is not record:
+            self._made = (record, self._make(record))
+        return self._made[1]
 
 
 class ChannelHost(Protocol):

@@ -32,7 +32,7 @@ from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.service import ChannelService
+from messaging_llm_bot.conversation.service import ChannelService, PerRecord
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class SlackService(ChannelService):
         self.socket: SocketMode | None = None  # slack.socket_mode: the events over a websocket instead
         self.bot_user = ""  # the bot's own user id (auth.test): its own messages are passed over
         self.owner_dm = ""  # the owner's DM channel (conversations.open): jobs, reminders and notices go there
-        self._secrets: tuple[SlackSettings, SlackSecrets] | None = None
+        self._secrets = PerRecord(SlackSecrets.of)
         self.inbox: Inbox
         self.channel: SlackChannel
         self.turns: TurnRunner
@@ -71,10 +71,7 @@ class SlackService(ChannelService):
     @property
     def secrets(self) -> SlackSecrets:
         """The secrets the current record names, read from the environment once per load or ``/reload``."""
-        current = self.config
-        if self._secrets is None or self._secrets[0] is not current:
-            self._secrets = (current, SlackSecrets.of(current))
-        return self._secrets[1]
+        return self._secrets(self.config)
 
     def problem(self) -> str | None:
         if self.secrets.problem:

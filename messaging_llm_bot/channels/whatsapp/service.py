@@ -30,7 +30,7 @@ from messaging_llm_bot.conversation.job_router import ChannelJobs, owner_digest
 from messaging_llm_bot.conversation.notices import send_digest
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.service import ChannelService
+from messaging_llm_bot.conversation.service import ChannelService, PerRecord
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class WhatsAppService(ChannelService):
     ) -> None:
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.webhook: Webhook | None = None
-        self._secrets: tuple[WhatsAppSettings, WhatsAppSecrets] | None = None
+        self._secrets = PerRecord(WhatsAppSecrets.of)
         self.inbox: Inbox
         self.channel: WhatsAppChannel
         self.turns: TurnRunner
@@ -61,10 +61,7 @@ class WhatsAppService(ChannelService):
     @property
     def secrets(self) -> WhatsAppSecrets:
         """The secrets the current record names, read from the environment once per load or ``/reload``."""
-        current = self.config
-        if self._secrets is None or self._secrets[0] is not current:
-            self._secrets = (current, WhatsAppSecrets.of(current))
-        return self._secrets[1]
+        return self._secrets(self.config)
 
     @property
     def timezone(self) -> str:
