@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -53,9 +53,9 @@ def run_load(bot, chats: int, per_chat: int, global_lock: bool) -> float:
         text = f"{chat} message {n}"
         if global_lock:
             with gate:
-                result = agent.handle(Incoming(chat, text))
+                result = agent.handle(AgentMessage(chat, text))
         else:
-            result = agent.handle(Incoming(chat, text))
+            result = agent.handle(AgentMessage(chat, text))
         if not result.ok:
             failures.append(f"{text}: {result.reply}")
 

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -183,7 +183,7 @@ def run_scenario(
     try:
         failed = []
         for text, calls in plan:
-            result = bot.agent.handle(Incoming("owner", text))
+            result = bot.agent.handle(AgentMessage("owner", text))
             done = [c.skill for c in result.skill_calls if c.ok]
             if not result.ok or len(done) != len(calls):
                 failed.append(f"{text!r}: ok={result.ok}, skills run {done}, reply {result.reply[:80]!r}")

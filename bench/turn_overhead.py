@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -101,7 +101,7 @@ def measure(files: int, turns: int, messages: int, warmup: int, base: Path, serv
             first, second = query_words(rng)
             text = f"what did I say about {first} and {second}?"
             called = time.perf_counter()
-            result = bot.agent.handle(Incoming(conversation, text))
+            result = bot.agent.handle(AgentMessage(conversation, text))
             wall = time.perf_counter() - called
             if not result.ok:
                 raise RuntimeError(f"turn {i} at {files} files/{turns} turns failed: {result.reply}")

@@ -65,7 +65,7 @@ def _memory(settings: Settings, workspace: Workspace, model: BackgroundModel) ->
 
 
 @dataclass
-class Parts:
+class BotParts:
     """The parts built from the config: skills, model client, memory, collectors and the agent."""
 
     skills: SkillManager
@@ -78,7 +78,7 @@ class Parts:
 
 def build_parts(
     config: JsonObject, workspace: Workspace, *, settings: Settings | None = None, defer_plugins: bool = False
-) -> Parts:
+) -> BotParts:
     """Build every part from a checked config (and its records, read from it when not given); plugin
     folders load later with ``defer_plugins``."""
     from assistant_framework.collectors import CollectorManager
@@ -99,6 +99,6 @@ def build_parts(
     background_model = BackgroundModel(llm)
     memory = _memory(settings, workspace, background_model)
     agent = Agent(settings, workspace, skills, llm, collectors=collectors, memory=memory, background_traces=True)
-    return Parts(
+    return BotParts(
         skills=skills, llm=llm, agent=agent, collectors=collectors, memory=memory, background_model=background_model
     )

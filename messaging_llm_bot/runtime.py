@@ -28,9 +28,9 @@ from assistant_framework.hints import CLI
 from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace import Workspace
 from assistant_framework.workspace.private import make_workspace_private
-from messaging_llm_bot.parts import BackgroundModel, Parts, build_parts, llm_client
+from messaging_llm_bot.parts import BackgroundModel, BotParts, build_parts, llm_client
 
-__all__ = ["BackgroundModel", "BotRuntime", "Parts", "build_parts", "build_runtime", "merge", "runner_secrets"]
+__all__ = ["BackgroundModel", "BotParts", "BotRuntime", "build_parts", "build_runtime", "merge", "runner_secrets"]
 
 if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are built
     from assistant_framework.collectors.runner import CollectorRunner
@@ -53,7 +53,7 @@ def merge(base: JsonObject, extra: JsonObject) -> JsonObject:
 
 
 def _part(name: str) -> property:
-    """A runtime attribute kept in ``Parts``, built on first access when the runtime was deferred."""
+    """A runtime attribute kept in ``BotParts``, built on first access when the runtime was deferred."""
 
     def get(self: BotRuntime) -> Any:
         return getattr(self.ensure_built(), name)
@@ -73,7 +73,7 @@ class BotRuntime:
     workspace: Workspace
     #: The config's records, built once per load or ``/reload`` (``runtime.settings.llm.stream``).
     settings: Settings = field(default_factory=Settings)
-    parts: Parts | None = None
+    parts: BotParts | None = None
     collector_runner: CollectorRunner | None = None
     overrides: JsonObject = field(default_factory=dict)
     _notify: Callable[[str, str], None] | None = None
@@ -91,7 +91,7 @@ class BotRuntime:
     memory = _part("memory")
     background_model = _part("background_model")
 
-    def ensure_built(self) -> Parts:
+    def ensure_built(self) -> BotParts:
         """The parts, built now unless already built; a caller arriving during the build waits for it."""
         if self.parts is None:
             with self._build_lock:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from messaging_llm_bot.agent.honesty import NOTHING_SAVED_NOTE
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.loop import FAILED_TURN_REPLY, AgentEvent
 from messaging_llm_bot.protocol import final_answer_request
 
@@ -31,7 +31,7 @@ def test_multi_round_write_then_answer(agent, chat_server, workspace):
         '{"skill": "read_note", "args": {"name": "milk"}}',
         '{"reply": "Your note says: buy oat milk"}',
     )
-    result = agent.handle(Incoming("c1", "note that I need oat milk"))
+    result = agent.handle(AgentMessage("c1", "note that I need oat milk"))
     assert result.ok and result.rounds == 3
     assert workspace.read_text("notes/milk.md") == "buy oat milk"
     assert result.reply.startswith("Your note says: buy oat milk")
@@ -54,7 +54,7 @@ def test_invalid_args_error_reaches_model_and_is_corrected(agent, chat_server):
         '{"skill": "add", "args": {"a": 2, "b": 3}}',
         '{"reply": "2 + 3 = 5"}',
     )
-    result = agent.handle(Incoming("c1", "add two and three"))
+    result = agent.handle(AgentMessage("c1", "add two and three"))
     assert result.ok and result.reply == "2 + 3 = 5"
     feedback = last_content(chat_server.chat_requests[1])
     assert "was not run" in feedback and "args.a" in feedback and "integer" in feedback
@@ -64,7 +64,7 @@ def test_invalid_args_error_reaches_model_and_is_corrected(agent, chat_server):
 
 def test_unknown_skill_names_closest(agent, chat_server):
     chat_server.enqueue('{"skill": "ad", "args": {"a": 1, "b": 1}}', "It is 2.")
-    result = agent.handle(Incoming("c1", "1+1?"))
+    result = agent.handle(AgentMessage("c1", "1+1?"))
     assert result.ok and result.reply == "It is 2."
     feedback = last_content(chat_server.chat_requests[1])
     assert "no skill named 'ad'" in feedback and "Did you mean" in feedback and "add" in feedback
@@ -82,7 +82,7 @@ def test_unknown_skill_names_closest(agent, chat_server):
 )
 def test_malformed_call_forms_still_run(agent, chat_server, output):
     chat_server.enqueue(output, '{"reply": "3"}')
-    result = agent.handle(Incoming("c1", "1+2"))
+    result = agent.handle(AgentMessage("c1", "1+2"))
     assert result.ok and result.reply == "3"
     assert result.skill_calls[0].skill == "add" and result.skill_calls[0].ok
     assert '"sum": 3' in last_content(chat_server.chat_requests[1])
@@ -94,7 +94,7 @@ def test_malformed_call_forms_still_run(agent, chat_server, output):
 )
 def test_prose_and_content_json_are_never_calls(agent, chat_server, workspace, content):
     chat_server.enqueue(content)
-    result = agent.handle(Incoming("c1", "hi"))
+    result = agent.handle(AgentMessage("c1", "hi"))
     assert result.ok and result.reply == content and result.skill_calls == []
     assert len(chat_server.chat_requests) == 1
     assert workspace.list("notes/*") == []
@@ -102,7 +102,7 @@ def test_prose_and_content_json_are_never_calls(agent, chat_server, workspace, c
 
 def test_round_limit_then_final_answer_request(agent, chat_server):
     chat_server.set_handler(lambda request: '{"skill": "add", "args": {"a": 1, "b": 1}}')
-    result = agent.handle(Incoming("c1", "loop forever"))
+    result = agent.handle(AgentMessage("c1", "loop forever"))
     requests = chat_server.chat_requests
     assert len(requests) == 4  # max_skill_rounds=3 rounds of calls, then one final request
     assert final_answer_request() in last_content(requests[3])
@@ -113,13 +113,13 @@ def test_round_limit_then_final_answer_request(agent, chat_server):
 
 def test_final_answer_after_limit_is_used(agent, chat_server):
     chat_server.enqueue(*['{"skill": "add", "args": {"a": 1, "b": 1}}'] * 3, '{"reply": "Done: 2"}')
-    result = agent.handle(Incoming("c1", "go"))
+    result = agent.handle(AgentMessage("c1", "go"))
     assert result.reply == "Done: 2" and result.rounds == 4
 
 
 def test_skill_exception_is_fed_back(agent, chat_server):
     chat_server.enqueue('{"skill": "boom", "args": {}}', "The skill failed, sorry.")
-    result = agent.handle(Incoming("c1", "explode"))
+    result = agent.handle(AgentMessage("c1", "explode"))
     assert result.ok and result.reply == "The skill failed, sorry."
     feedback = last_content(chat_server.chat_requests[1])
     assert "Error: skill 'boom' failed: RuntimeError: kaput" in feedback
@@ -127,23 +127,23 @@ def test_skill_exception_is_fed_back(agent, chat_server):
 
 def test_claimed_save_without_write_gets_honest_note(agent, chat_server):
     chat_server.enqueue("Sure, I'll remember that your cat is called Mia.")
-    result = agent.handle(Incoming("c1", "my cat is called Mia"))
+    result = agent.handle(AgentMessage("c1", "my cat is called Mia"))
     assert result.reply.endswith(NOTHING_SAVED_NOTE)
     chat_server.enqueue("The capital of France is Paris.")
-    assert agent.handle(Incoming("c1", "capital of france?")).reply == "The capital of France is Paris."
+    assert agent.handle(AgentMessage("c1", "capital of france?")).reply == "The capital of France is Paris."
 
 
 def test_llm_server_error_then_recovery_keeps_history(agent, chat_server, workspace):
     chat_server.enqueue("first answer")
-    agent.handle(Incoming("c1", "first"))
+    agent.handle(AgentMessage("c1", "first"))
     before = workspace.read_text("conversations/c1/history.json")
     chat_server.enqueue({"status": 503})
-    failed = agent.handle(Incoming("c1", "second"))
+    failed = agent.handle(AgentMessage("c1", "second"))
     assert not failed.ok and "fake" in failed.reply and "503" in failed.reply
     assert len(failed.reply) < 300
     assert workspace.read_text("conversations/c1/history.json") == before
     chat_server.enqueue("third answer")
-    ok = agent.handle(Incoming("c1", "third"))
+    ok = agent.handle(AgentMessage("c1", "third"))
     assert ok.ok and ok.reply == "third answer"
     contents = [m["content"] for m in chat_server.chat_requests[-1]["messages"][1:-1]]
     assert contents == ["first", "first answer"]  # the failed turn left no trace in history
@@ -151,7 +151,7 @@ def test_llm_server_error_then_recovery_keeps_history(agent, chat_server, worksp
 
 def test_llm_unreachable_short_message(bot_config, workspace, chat_server, make_agent):
     chat_server.stop()
-    result = make_agent(bot_config, workspace, clock=lambda: FIXED).handle(Incoming("c1", "hello"))
+    result = make_agent(bot_config, workspace, clock=lambda: FIXED).handle(AgentMessage("c1", "hello"))
     assert not result.ok and "not reachable" in result.reply and "connection refused" in result.reply
     assert workspace.read_json("conversations/c1/history.json") is None
 
@@ -159,7 +159,7 @@ def test_llm_unreachable_short_message(bot_config, workspace, chat_server, make_
 def test_context_length_retries_once_with_shorter_history(agent, chat_server):
     for i in range(4):
         chat_server.enqueue(f"answer {i}")
-        agent.handle(Incoming("c1", f"question {i} " + "x" * 200))
+        agent.handle(AgentMessage("c1", f"question {i} " + "x" * 200))
     chat_server.enqueue(
         {
             "status": 400,
@@ -172,7 +172,7 @@ def test_context_length_retries_once_with_shorter_history(agent, chat_server):
         },
         "short answer",
     )
-    result = agent.handle(Incoming("c1", "and now?"))
+    result = agent.handle(AgentMessage("c1", "and now?"))
     assert result.ok and result.reply == "short answer"
     failed, retried = chat_server.chat_requests[-2:]
     assert len(retried["messages"]) < len(failed["messages"])
@@ -181,10 +181,10 @@ def test_context_length_retries_once_with_shorter_history(agent, chat_server):
 
 def test_context_length_twice_gives_up(agent, chat_server):
     chat_server.enqueue("a0")
-    agent.handle(Incoming("c1", "q0"))
+    agent.handle(AgentMessage("c1", "q0"))
     too_long = {"status": 400, "body": {"error": {"message": "maximum context length exceeded"}}}
     chat_server.enqueue(too_long, too_long)
-    result = agent.handle(Incoming("c1", "q1"))
+    result = agent.handle(AgentMessage("c1", "q1"))
     assert not result.ok and "too long" in result.reply
     assert len(chat_server.chat_requests) == 3
 
@@ -195,7 +195,7 @@ def test_streaming_never_shows_call_text(agent, chat_server):
         {"content": '{"reply": "Two and two make four."}'},
     )
     events: list[AgentEvent] = []
-    result = agent.handle(Incoming("c1", "2+2", stream=True, on_event=events.append))
+    result = agent.handle(AgentMessage("c1", "2+2", stream=True, on_event=events.append))
     assert result.ok and result.reply == "Two and two make four."
     deltas = [e.data["text"] for e in events if e.kind == "delta"]
     assert deltas and deltas[-1] == "Two and two make four."
@@ -210,7 +210,7 @@ def test_failing_event_handler_does_not_break_turn(agent, chat_server):
         raise RuntimeError("frontend bug")
 
     chat_server.enqueue("fine")
-    assert agent.handle(Incoming("c1", "hi", on_event=handler)).reply == "fine"
+    assert agent.handle(AgentMessage("c1", "hi", on_event=handler)).reply == "fine"
 
 
 def test_unexpected_exception_becomes_short_reply(bot_config, workspace, chat_server, caplog, make_agent):
@@ -220,7 +220,7 @@ def test_unexpected_exception_becomes_short_reply(bot_config, workspace, chat_se
     agent = make_agent(bot_config, workspace, clock=broken_clock)
     events = []
     with caplog.at_level(logging.ERROR):
-        result = agent.handle(Incoming("c1", "hi", on_event=events.append))
+        result = agent.handle(AgentMessage("c1", "hi", on_event=events.append))
     assert not result.ok and result.reply == FAILED_TURN_REPLY
     assert events[-1].kind == "error"
     assert "clock unplugged" in caplog.text and "Traceback" in caplog.text
@@ -228,8 +228,8 @@ def test_unexpected_exception_becomes_short_reply(bot_config, workspace, chat_se
 
 def test_reset_clears_history(agent, chat_server, workspace):
     chat_server.enqueue("a", "b")
-    agent.handle(Incoming("c1", "one"))
-    agent.handle(Incoming("c2", "other chat"))
+    agent.handle(AgentMessage("c1", "one"))
+    agent.handle(AgentMessage("c2", "other chat"))
     assert "2 messages" in agent.reset("c1")
     assert workspace.read_json("conversations/c1/history.json") is None
     assert len(workspace.read_json("conversations/c2/history.json")) == 2
@@ -244,7 +244,7 @@ def test_footer_when_enabled(bot_config, workspace, chat_server, make_agent):
             "usage": {"prompt_tokens": 1200, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 1000}},
         }
     )
-    result = make_agent(bot_config, workspace, clock=lambda: FIXED).handle(Incoming("c1", "hello"))
+    result = make_agent(bot_config, workspace, clock=lambda: FIXED).handle(AgentMessage("c1", "hello"))
     assert result.footer.startswith("— 1200 in (1000 cached) · 7 out · 1 round · ")
     assert result.usage == {"prompt_tokens": 1200, "completion_tokens": 7, "cached_tokens": 1000}
 
@@ -261,7 +261,7 @@ def test_skill_context_carries_ids(bot_config, workspace, chat_server, tmp_path,
     )
     bot_config["runtime"]["skills_dirs"].append(str(tmp_path / "ctx_skills"))
     chat_server.enqueue('{"skill": "whoami", "args": {}}', "ok")
-    make_agent(bot_config, workspace, clock=lambda: FIXED).handle(Incoming("tg:7", "who?", chat_id=7, user_id=42))
+    make_agent(bot_config, workspace, clock=lambda: FIXED).handle(AgentMessage("tg:7", "who?", chat_id=7, user_id=42))
     fed_back = last_content(chat_server.chat_requests[1])
     payload = json.loads(fed_back.split("\n")[1])
     assert payload == {
@@ -283,7 +283,7 @@ def test_memory_wired_log_recall_and_why(bot_config, workspace, chat_server, mak
         memory.refresh()
         agent = make_agent(bot_config, workspace, clock=lambda: FIXED, memory=memory)
         chat_server.enqueue("It is with Dr Zhivago.")
-        result = agent.handle(Incoming("c1", "who is my dentist Zhivago appointment?"))
+        result = agent.handle(AgentMessage("c1", "who is my dentist Zhivago appointment?"))
         assert result.ok
         assert result.recalled and result.recalled[0]["path"] == "notes/dentist.md"
         assert agent.last_recall("c1") == result.recalled
@@ -305,11 +305,11 @@ def test_builtin_notes_write_shows_location_and_read_does_not_count(agent, chat_
     chat_server.enqueue(
         '{"skill": "notes", "args": {"action": "add", "title": "gift", "body": "a red scarf"}}', "Saved your note."
     )
-    saved = agent.handle(Incoming("c1", "note: gift idea a red scarf"))
+    saved = agent.handle(AgentMessage("c1", "note: gift idea a red scarf"))
     assert saved.skill_calls[0].ok, saved.skill_calls
     assert "(saved to notes/" in saved.reply and NOTHING_SAVED_NOTE not in saved.reply
     chat_server.enqueue('{"skill": "notes", "args": {"action": "list"}}', "I saved that for you.")
-    listed = agent.handle(Incoming("c1", "save it again"))
+    listed = agent.handle(AgentMessage("c1", "save it again"))
     assert listed.reply.endswith(NOTHING_SAVED_NOTE)
 
 

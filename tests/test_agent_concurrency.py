@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.locks import ConversationLock
 
 
@@ -29,7 +29,7 @@ def test_one_conversation_is_answered_strictly_in_order(bot_config, workspace, c
     threads = []
     for i in range(5):
         thread = threading.Thread(
-            target=lambda i=i: results.__setitem__(i, agent.handle(Incoming("c1", f"msg{i}")).reply)
+            target=lambda i=i: results.__setitem__(i, agent.handle(AgentMessage("c1", f"msg{i}")).reply)
         )
         thread.start()
         threads.append(thread)
@@ -67,7 +67,7 @@ def test_conversations_call_the_model_in_parallel(bot_config, workspace, chat_se
     agent = make_agent(bot_config, workspace)
     replies: dict[int, str | None] = {}
     threads = [
-        threading.Thread(target=lambda i=i: replies.__setitem__(i, agent.handle(Incoming(f"c{i}", "hi")).reply))
+        threading.Thread(target=lambda i=i: replies.__setitem__(i, agent.handle(AgentMessage(f"c{i}", "hi")).reply))
         for i in range(4)
     ]
     for thread in threads:
@@ -92,7 +92,7 @@ def test_max_concurrency_one_serialises_model_calls(bot_config, workspace, chat_
 
     chat_server.set_handler(slow)
     agent = make_agent(bot_config, workspace)
-    threads = [threading.Thread(target=agent.handle, args=(Incoming(f"c{i}", "hi"),)) for i in range(3)]
+    threads = [threading.Thread(target=agent.handle, args=(AgentMessage(f"c{i}", "hi"),)) for i in range(3)]
     for thread in threads:
         thread.start()
     for thread in threads:

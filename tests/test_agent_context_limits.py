@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 
 N_CTX = 4096  # tokens of the fake server's context; ~4 characters a token, as the fake counts
 LIMIT_CHARS = 18_000  # the context in characters for the skill-results test: the system prompt (~8,700 with every
@@ -45,9 +45,9 @@ def test_a_pasted_message_too_long_for_the_model_gets_one_sentence_saying_what_t
     chat_server.set_handler(small_context(wording))
     agent = make_agent(bot_config, workspace)
     for i in range(2):
-        assert agent.handle(Incoming("c1", f"hello {i}")).ok
+        assert agent.handle(AgentMessage("c1", f"hello {i}")).ok
     before = workspace.read_text("conversations/c1/history.json")
-    result = agent.handle(Incoming("c1", "summarise this:\n" + "word " * 20_000))  # a 100 KB paste
+    result = agent.handle(AgentMessage("c1", "summarise this:\n" + "word " * 20_000))  # a 100 KB paste
     assert not result.ok
     reply = result.reply
     assert "message is too long" in reply and "shorter" in reply and "as a file" in reply
@@ -62,7 +62,7 @@ def test_a_long_conversation_still_names_the_conversation(bot_config, workspace,
     chat_server.set_handler(small_context(OPENAI))
     bot_config["runtime"]["base_prompt"] = "Be brief. " * 2_000  # ~5,000 tokens on its own
     bot_config["runtime"]["section_caps"] = {"base": 100_000}
-    result = make_agent(bot_config, workspace).handle(Incoming("c1", "hi"))
+    result = make_agent(bot_config, workspace).handle(AgentMessage("c1", "hi"))
     assert not result.ok and "too long" in result.reply and "message is too long" not in result.reply
 
 
@@ -87,7 +87,7 @@ def test_skill_results_that_outgrow_a_small_context_are_cut_and_the_turn_finishe
 
     chat_server.set_handler(handle)
     bot_config["llm"]["max_skill_rounds"] = 4
-    result = make_agent(bot_config, workspace).handle(Incoming("c1", "read alpha, beta and gamma"))
+    result = make_agent(bot_config, workspace).handle(AgentMessage("c1", "read alpha, beta and gamma"))
     assert result.ok and result.reply == "Read all three.", result.reply
     assert any(size > LIMIT_CHARS for size in seen) and seen[-1] <= LIMIT_CHARS
     last = chat_server.chat_requests[-1]["messages"]

@@ -9,7 +9,7 @@ import signal
 import threading
 
 from assistant_framework.inbox import Inbox
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from tests.console_harness import TypedLines
 from tests.telegram_harness import make_runtime
 from tests.waiting import wait_until
@@ -30,7 +30,7 @@ def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config
     deltas: list[str] = []
     thread, box = run_in_thread(
         lambda: agent.handle(
-            Incoming(
+            AgentMessage(
                 "c1",
                 "tell me a long story",
                 stream=True,
@@ -51,7 +51,7 @@ def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config
 
     assert agent.stop("c1") is False  # nothing runs now
     chat_server.enqueue('{"reply": "short and sweet"}')
-    follow = agent.handle(Incoming("c1", "a short one then", stream=True))
+    follow = agent.handle(AgentMessage("c1", "a short one then", stream=True))
     assert follow.ok and follow.reply == "short and sweet" and not follow.stopped
     sent = [m["content"] for m in chat_server.chat_requests[-1]["messages"][1:-1]]
     assert sent == []  # the stopped exchange did not enter the prompt's history
@@ -63,7 +63,7 @@ def test_a_stop_during_a_model_call_drops_its_answer_and_runs_no_skill(bot_confi
         {"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.5}
     )
     agent = make_agent(bot_config, workspace)
-    thread, box = run_in_thread(lambda: agent.handle(Incoming("c1", "save my plan")))
+    thread, box = run_in_thread(lambda: agent.handle(AgentMessage("c1", "save my plan")))
     assert chat_server.wait_for_requests(1, timeout=10)
     assert agent.stop("c1") is True
     assert agent.stop("c1") is False  # already stopping
@@ -94,7 +94,7 @@ def test_skills_already_run_are_named_and_no_further_round_starts(bot_config, wo
         if event.kind == "skill_result":
             agent.stop("c1")  # the owner stops while the skill's result goes back to the model
 
-    result = agent.handle(Incoming("c1", "save my plan", on_event=on_event))
+    result = agent.handle(AgentMessage("c1", "save my plan", on_event=on_event))
     assert result.stopped and result.reply == "⏹ Stopped. Already done before the stop: save_note."
     assert workspace.read_text("notes/plan.md") == "x"
     assert len(chat_server.chat_requests) == 1  # no second round
@@ -103,9 +103,9 @@ def test_skills_already_run_are_named_and_no_further_round_starts(bot_config, wo
 def test_a_stop_ends_only_the_running_turn_not_the_ones_waiting(bot_config, workspace, chat_server, make_agent):
     chat_server.enqueue({"content": '{"reply": "first"}', "delay": 0.4}, '{"reply": "second"}')
     agent = make_agent(bot_config, workspace)
-    first, box1 = run_in_thread(lambda: agent.handle(Incoming("c1", "one")))
+    first, box1 = run_in_thread(lambda: agent.handle(AgentMessage("c1", "one")))
     assert chat_server.wait_for_requests(1, timeout=10)
-    second, box2 = run_in_thread(lambda: agent.handle(Incoming("c1", "two")))
+    second, box2 = run_in_thread(lambda: agent.handle(AgentMessage("c1", "two")))
     wait_until(lambda: agent.pending("c1") == 2)
     agent.stop("c1")
     first.join(10)
@@ -179,7 +179,7 @@ def test_a_stop_while_the_model_still_reads_the_prompt_hangs_up_at_once(bot_conf
     connection only at the first token (13 s in the issue). Now it hangs up at once."""
     chat_server.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 8})
     agent = make_agent(bot_config, workspace)
-    thread, box = run_in_thread(lambda: agent.handle(Incoming("c1", "a long question", stream=True)))
+    thread, box = run_in_thread(lambda: agent.handle(AgentMessage("c1", "a long question", stream=True)))
     assert chat_server.wait_for_requests(1, timeout=10, path="/chat/completions")
     assert agent.stop("c1") is True
     thread.join(4)  # far less than the 8 s the server takes to start answering

@@ -12,7 +12,7 @@ from assistant_framework.memory import MemoryService
 from assistant_framework.memory.extract import EXTRACTION_PROMPT
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.runtime import BackgroundModel, build_runtime
@@ -48,7 +48,7 @@ def test_extraction_waits_for_idle_chat_and_batches_its_turns(tmp_path, make_age
         agent = _agent_with_memory(make_agent, tmp_path, server, idle=0.5)
         try:
             for text in ("I like tea", "I like rain", "I like maps"):
-                assert agent.handle(Incoming("c", text)).ok
+                assert agent.handle(AgentMessage("c", text)).ok
             assert server.wait_for_requests(4, timeout=10, path="/v1/chat/completions")
             requests = server.chat_requests
             assert [_is_extraction(r) for r in requests] == [False, False, False, True]  # none between two turns
@@ -76,8 +76,8 @@ def test_extraction_never_runs_while_a_turn_is_being_answered(tmp_path, make_age
         server.set_handler(handler)
         agent = _agent_with_memory(make_agent, tmp_path, server, idle=0.2)
         try:
-            agent.handle(Incoming("c", "I like tea"))
-            worker = threading.Thread(target=agent.handle, args=(Incoming("c", "slow question"),))
+            agent.handle(AgentMessage("c", "I like tea"))
+            worker = threading.Thread(target=agent.handle, args=(AgentMessage("c", "slow question"),))
             worker.start()
             assert arrived.wait(10)
             threading.Event().wait(0.6)  # well past the idle time, but a turn is still running
@@ -180,7 +180,7 @@ def test_background_extra_body_goes_only_to_background_calls(tmp_path, make_agen
         memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
         agent = make_agent(config, workspace, llm=llm, memory=memory)
         try:
-            agent.handle(Incoming("c", "I like tea"))
+            agent.handle(AgentMessage("c", "I like tea"))
             assert memory.drain(10)
         finally:
             memory.close()

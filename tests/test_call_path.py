@@ -14,7 +14,7 @@ import pytest
 
 from assistant_framework.access import guest_area
 from assistant_framework.stores.reminders import ReminderStore
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from tests.signal_harness import FRIEND as SIGNAL_FRIEND
 from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.telegram_harness import OWNER, texts
@@ -176,7 +176,7 @@ def test_what_the_owner_is_asked_about_cannot_change_the_call_that_runs(bot_conf
         return True
 
     chat_server.enqueue(call("file", content="x" * 5000, action="delete", path="notes/other.md"), '{"reply": "ok"}')
-    result = agent.handle(Incoming("c1", "delete notes/other.md", approve=approve))
+    result = agent.handle(AgentMessage("c1", "delete notes/other.md", approve=approve))
     assert shown == [["action", "path", "content"]]
     assert workspace.read_text("notes/keep.md") == NOTE
     assert "notes/other.md" in result.skill_calls[0].error  # it ran, on the path the gate checked
@@ -190,6 +190,6 @@ def test_a_read_call_repeated_in_another_spelling_counts_as_repeated(bot_config,
 
     agent = make_agent(bot_config, workspace)
     chat_server.enqueue(call("add", a="2", b=3), call("add", a=2, b="3"), '{"reply": "5"}')
-    assert agent.handle(Incoming("c1", "2+3?")).reply == "5"
+    assert agent.handle(AgentMessage("c1", "2+3?")).reply == "5"
     schemas = [r["response_format"]["json_schema"]["schema"] for r in chat_server.chat_requests]
     assert schemas[0] != REPLY_SCHEMA and schemas[1] != REPLY_SCHEMA and schemas[2] == REPLY_SCHEMA

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.conversation.commands import run_command
 from messaging_llm_bot.runtime import build_runtime
 from tests.cli_inprocess import run_cli
@@ -163,7 +163,7 @@ def test_reload_applies_the_memory_section_and_memory_enabled_waits_for_a_restar
     folder = _config_dir(config, tmp_path / "config")
     runtime = build_runtime(folder, workspace.root)
     try:
-        runtime.agent.handle(Incoming("private-chat", "the plums are in the fridge"))
+        runtime.agent.handle(AgentMessage("private-chat", "the plums are in the fridge"))
         runtime.memory.drain(10)
         assert workspace.list("conversations/private-chat/*.jsonl")
         assert "/reload" in _config_set(folder, "memory.exclude_chats", '["private-*"]')
@@ -174,7 +174,7 @@ def test_reload_applies_the_memory_section_and_memory_enabled_waits_for_a_restar
         assert "Needs a restart" in answer and "`memory.enabled`" in answer
         assert runtime.memory is not None and runtime.memory.recall_settings.budget_chars == 300
         before = {rel: workspace.read_text(rel) for rel in workspace.list("conversations/private-chat/*.jsonl")}
-        runtime.agent.handle(Incoming("private-chat", "and the pears too"))
+        runtime.agent.handle(AgentMessage("private-chat", "and the pears too"))
         runtime.memory.drain(10)
         after = {rel: workspace.read_text(rel) for rel in workspace.list("conversations/private-chat/*.jsonl")}
         assert after == before and "pears" not in json.dumps(after)  # excluded now: not logged

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.conversation.commands import (
     help_text,
     run_command,
@@ -118,7 +118,7 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
         status = runtime.status_text()
         assert status.startswith("Model: OK") and "save_note" in status and "Collectors" in status
         chat_server.enqueue("first")
-        runtime.agent.handle(Incoming("console", "hi"))
+        runtime.agent.handle(AgentMessage("console", "hi"))
         assert "2 messages" in run_command(runtime, "console", "/reset")
         assert run_command(runtime, "console", "just text") is None
         # An invalid config is refused and the running one kept.
@@ -136,7 +136,7 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
             and "`runtime.base_prompt`" in answer
         )
         chat_server.enqueue("second")
-        runtime.agent.handle(Incoming("console", "hi again"))
+        runtime.agent.handle(AgentMessage("console", "hi again"))
         assert chat_server.chat_requests[-1]["messages"][0]["content"].startswith("You are Reloaded.")
         assert "Usage, last 30 days" in run_command(runtime, "console", "/stats")
     finally:
@@ -166,7 +166,7 @@ def test_the_terminal_shows_the_reply_as_every_frontend_builds_it(tmp_path, chat
         assert shown.startswith("Hi.\n\n_— ") and shown.endswith("_") and " 1 round · " in shown
         # A chat that takes files, as the terminal does: the same tools offered (send_file), the same prompt.
         files = FileSender(runtime.workspace, "other", lambda one: "shown", 1 << 40)
-        again = runtime.agent.handle(Incoming("other", "hello", send_file=files))
+        again = runtime.agent.handle(AgentMessage("other", "hello", send_file=files))
         assert reply_text(again).split(" · ")[:3] == shown.split(" · ")[:3]  # the same text, but for the time
     finally:
         runtime.shutdown(5)
@@ -197,7 +197,7 @@ def test_runtime_with_memory_background_and_shutdown(tmp_path, chat_server, test
         runtime.start_background(notify=lambda title, text: None)
         assert runtime.collector_runner is not None
         chat_server.enqueue("hello back")
-        result = runtime.agent.handle(Incoming("console", "hello"))
+        result = runtime.agent.handle(AgentMessage("console", "hello"))
         assert result.ok
         assert runtime.workspace.list("conversations/console/*.jsonl")
     finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from messaging_llm_bot.agent.history import HistoryStore, conversation_dir, message_chars, trim_history
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 
 
 def pairs(n: int, size: int = 10) -> list[dict]:
@@ -92,10 +92,10 @@ def test_prompt_history_respects_budget_and_skill_rounds_stay_compact(bot_config
     bot_config["runtime"]["history_budget_chars"] = 150
     agent = make_agent(bot_config, workspace)
     chat_server.enqueue('{"skill": "add", "args": {"a": 1, "b": 2}}', "three")
-    agent.handle(Incoming("c1", "1+2?"))
+    agent.handle(AgentMessage("c1", "1+2?"))
     for i in range(5):
         chat_server.enqueue(f"reply {i} " + "y" * 30)
-        agent.handle(Incoming("c1", f"message {i} " + "x" * 30))
+        agent.handle(AgentMessage("c1", f"message {i} " + "x" * 30))
     last = chat_server.chat_requests[-1]["messages"]
     history = last[1:-1]
     assert history and history[0]["role"] == "user"

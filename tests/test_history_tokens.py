@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assistant_framework.tokens import estimate_tokens
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 
 BUDGET_TOKENS = 200
 
@@ -17,7 +17,7 @@ def test_history_in_the_prompt_stays_within_the_token_budget(bot_config, workspa
     agent = make_agent(bot_config, workspace)
     for i in range(8):
         chat_server.enqueue(f"{i} " + word * 20)
-        assert agent.handle(Incoming("c1", f"{i} " + word * 20)).ok
+        assert agent.handle(AgentMessage("c1", f"{i} " + word * 20)).ok
     history = chat_server.chat_requests[-1]["messages"][1:-1]
     assert history and history[0]["role"] == "user"  # something is kept, whole pairs
     assert sum(estimate_tokens(m["content"]) for m in history) <= BUDGET_TOKENS

@@ -20,7 +20,7 @@ from assistant_framework.memory.readers import QueryTimeout, ReaderPool, time_li
 from assistant_framework.memory.search import MAX_QUERY_CHARS
 from assistant_framework.memory.terms import MAX_QUERY_TERMS
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.cli.main import main
 from tests.telegram_harness import OWNER, texts
 
@@ -120,7 +120,7 @@ def test_recall_of_a_3000_character_cjk_message_is_bounded_through_the_bot(fake,
 
 def _ask_memory_search(agent, chat_server, query: str) -> str:
     chat_server.enqueue(json.dumps({"skill": "memory_search", "args": {"query": query}}), '{"reply": "done"}')
-    agent.handle(Incoming("c1", "look it up"))
+    agent.handle(AgentMessage("c1", "look it up"))
     return str(chat_server.chat_requests[-1]["messages"][-1]["content"])
 
 

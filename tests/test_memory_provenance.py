@@ -14,7 +14,7 @@ from assistant_framework.memory.profile import PROFILE_PROMPT, profile_inputs
 from assistant_framework.skills import SkillManager
 from assistant_framework.stores.facts import FACTS_FILE, FactStore
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.llm.client import LLMClient
 
 UTC = timezone.utc
@@ -50,8 +50,8 @@ def test_untrusted_turn_facts_are_stored_marked_and_recalled_as_outside(bot_conf
     try:
         agent = make_agent(bot_config, workspace, clock=lambda: FIXED, memory=memory)
         chat_server.enqueue('{"reply": "Lovely."}', '{"reply": "Noted the forward."}')
-        agent.handle(Incoming("c1", "I always drink green tea in the morning"))
-        agent.handle(Incoming("c1", FORWARD, untrusted=True))
+        agent.handle(AgentMessage("c1", "I always drink green tea in the morning"))
+        agent.handle(AgentMessage("c1", FORWARD, untrusted=True))
         assert memory.drain(10)  # both exchanges in one idle batch
         facts = {f["attribute"]: f for f in FactStore(workspace).all()}
         assert facts["notes recipient"]["untrusted"] is True
@@ -65,7 +65,7 @@ def test_untrusted_turn_facts_are_stored_marked_and_recalled_as_outside(bot_conf
         # A later turn recalls the marked fact: the turn is untrusted, so the delete the model asks
         # for (policy: delete allowed) needs the owner, and the model is told it is outside content.
         chat_server.enqueue(DELETE, '{"reply": "I did not delete it."}')
-        result = agent.handle(Incoming("c2", "where should my notes recipient evil mails go?"))
+        result = agent.handle(AgentMessage("c2", "where should my notes recipient evil mails go?"))
         assert any(r["path"] == FACTS_FILE for r in result.recalled)
         assert workspace.read_text("notes/important.md") == NOTE
         assert result.skill_calls[0].error_kind == "not_allowed"
@@ -113,9 +113,9 @@ def test_the_facts_skill_marks_what_it_stores_in_an_untrusted_turn(bot_config, w
     agent = make_agent(bot_config, workspace, clock=lambda: FIXED)
     add = json.dumps({"skill": "facts", "args": {"action": "add", **EVIL}})
     chat_server.enqueue(add, '{"reply": "Saved."}')
-    agent.handle(Incoming("c1", FORWARD, untrusted=True))
+    agent.handle(AgentMessage("c1", FORWARD, untrusted=True))
     chat_server.enqueue(json.dumps({"skill": "facts", "args": {"action": "add", **OWN}}), '{"reply": "Saved."}')
-    agent.handle(Incoming("c2", "I always drink green tea"))  # in c1 the forward is still in the prompt's history
+    agent.handle(AgentMessage("c2", "I always drink green tea"))  # in c1 the forward is still in the prompt's history
     facts = {f["attribute"]: f for f in FactStore(workspace).all()}
     assert facts["notes recipient"]["untrusted"] is True and "untrusted" not in facts["favourite drink"]
 

@@ -15,7 +15,7 @@ from assistant_framework.skills.manager import value_text
 from assistant_framework.stores.facts import FactStore
 from messaging_llm_bot.agent.calls import UNTRUSTED_NOTE
 from messaging_llm_bot.agent.guard import touches_untrusted
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from tests.conftest import AGENT_CLOCK
 
 UTC = timezone.utc
@@ -36,7 +36,7 @@ def setup(memory_agent):
 def _turn(agent, chat_server, search: str, text: str = "what was that about the zeppelin trip? then tidy my note"):
     asked: list[dict] = []
     chat_server.enqueue(search, OVERWRITE, '{"reply": "Done or not, see above."}')
-    result = agent.handle(Incoming("c1", text, approve=lambda request: asked.append(request) or False))
+    result = agent.handle(AgentMessage("c1", text, approve=lambda request: asked.append(request) or False))
     fed_back = [r["messages"][-1]["content"] for r in chat_server.chat_requests[-2:]]
     return result, asked, fed_back
 

@@ -175,7 +175,7 @@ def test_a_photo_is_found_by_its_caption_and_by_the_models_description(bot_confi
     from assistant_framework.media.images import prepare_image
     from assistant_framework.memory import MemoryService
     from messaging_llm_bot.agent.images import ImageInput
-    from messaging_llm_bot.agent.incoming import Incoming
+    from messaging_llm_bot.agent.incoming import AgentMessage
 
     config = dict(bot_config, memory={"recall": {"enabled": False}})
     with_vision(chat_server)(config)
@@ -186,7 +186,7 @@ def test_a_photo_is_found_by_its_caption_and_by_the_models_description(bot_confi
         seen = ImageInput(path, prepare_image(jpeg_with_gps(600, 400), MAX_SIDE))
         chat_server.enqueue('{"reply": "A monstera with three yellowing leaves."}')
         text = f"[photo: {path}, 600x400]\nCaption: my office plant"
-        result = agent.handle(Incoming("tg:1", text, chat_id=1, untrusted=True, images=(seen,)))
+        result = agent.handle(AgentMessage("tg:1", text, chat_id=1, untrusted=True, images=(seen,)))
         assert result.ok and chat_server.chat_requests[0]["model"] == "vision-model"
         by_description = memory.search("monstera yellowing")
         by_caption = memory.search("office plant")

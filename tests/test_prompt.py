@@ -10,7 +10,7 @@ import pytest
 from assistant_framework.config.settings import Settings
 from assistant_framework.skills import SkillManager
 from assistant_framework.tokens import estimate_tokens
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.prompt import (
     PromptBuilder,
     cap_text,
@@ -40,7 +40,7 @@ def test_system_message_byte_identical_across_turns_and_time_at_end(
     agent = make_agent(bot_config, workspace, skills=skills, clock=lambda: next(moments))
     for text in ("first", "second"):
         chat_server.enqueue("ok " + text)
-        agent.handle(Incoming("c1", text))
+        agent.handle(AgentMessage("c1", text))
     first, second = chat_server.chat_requests
     assert first["messages"][0]["role"] == "system"
     assert first["messages"][0]["content"] == second["messages"][0]["content"]

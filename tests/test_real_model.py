@@ -14,7 +14,7 @@ from assistant_framework.memory import MemoryService
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.choice import shortlist, skill_choice
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.llm.structured import protocol_schema
 from messaging_llm_bot.protocol import parse_model_output
@@ -84,7 +84,7 @@ def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server,
     agent = make_agent(_config(real_server, skill_choice="direct"), Workspace(tmp_path / "ws"))
     deltas: list[str] = []
     result = agent.handle(
-        Incoming(
+        AgentMessage(
             "t",
             "add a task: buy milk tomorrow",
             stream=True,
@@ -110,7 +110,7 @@ def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server,
 def test_two_step_names_a_matched_skill_then_fills_its_schema(real_server, tmp_path, message, make_agent):
     agent = make_agent(_config(real_server), Workspace(tmp_path / "ws"))  # smollm2-135m: skill_choice auto is two_step
     assert skill_choice(agent.llm.runners[0]) == "two_step"
-    result = agent.handle(Incoming("t", message))
+    result = agent.handle(AgentMessage("t", message))
     assert result.ok, result.reply
     requests = agent.traces.load(result.trace_id)["requests"]
     first = json.loads(requests[0]["text"])  # a name the message matches, or a reply

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from tests import preload
 from tests.fakes.feed_server import StaticHTTPServer
 from tests.telegram_harness import decline, pending_question, texts
@@ -198,7 +198,7 @@ def test_a_per_skill_allow_still_asks_for_a_delete_after_a_forwarded_message(fak
     # The control: the owner's own words (a chat without outside content in view) under the same rule
     # delete without a question.
     chat_server.enqueue(DELETE, '{"reply": "deleted it"}')
-    result = bot.runtime.agent.handle(Incoming("tg:control", "delete notes/important.md", approve=lambda r: False))
+    result = bot.runtime.agent.handle(AgentMessage("tg:control", "delete notes/important.md", approve=lambda r: False))
     assert result.skill_calls[0].ok and not workspace.exists("notes/important.md")
 
 

@@ -239,14 +239,14 @@ def test_a_request_without_a_users_last_message_is_refused_in_one_sentence() -> 
 
 
 def test_a_turns_skill_limit_hides_and_refuses_the_other_skills(bot_config, workspace, chat_server, make_agent) -> None:
-    """``Incoming.skills`` (a served client's list): [Tools] and the answer schema name only those; a call of
+    """``AgentMessage.skills`` (a served client's list): [Tools] and the answer schema name only those; a call of
     another skill is refused and does not run. Without a limit the owner's turn offers every skill."""
-    from messaging_llm_bot.agent.incoming import Incoming
+    from messaging_llm_bot.agent.incoming import AgentMessage
 
     agent = make_agent(bot_config, workspace)
     save = json.dumps({"skill": "save_note", "args": {"name": "limited", "text": "x"}})
     chat_server.enqueue(save, '{"reply": "could not"}')
-    result = agent.handle(Incoming("api:desk", "save it", skills=frozenset({"add"})))
+    result = agent.handle(AgentMessage("api:desk", "save it", skills=frozenset({"add"})))
     first, second = chat_server.chat_requests
     assert offered(first) == ["add"]
     system = first["messages"][0]["content"]
@@ -255,6 +255,6 @@ def test_a_turns_skill_limit_hides_and_refuses_the_other_skills(bot_config, work
     assert result.skill_calls[0].error_kind == "unknown_skill" and not workspace.exists("notes/limited.md")
 
     chat_server.enqueue(save, '{"reply": "saved"}')
-    agent.handle(Incoming("owner", "save it"))
+    agent.handle(AgentMessage("owner", "save it"))
     assert {"add", "save_note"} <= set(offered(chat_server.chat_requests[2]))
     assert workspace.exists("notes/limited.md")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import telegram
 
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.sessions import MAX_SESSIONS, Sessions
 from messaging_llm_bot.channels.telegram.settings import message_conversation, topic_of
 from messaging_llm_bot.conversation.commands import resume_number, run_command
@@ -140,18 +140,18 @@ def test_the_terminal_chat_has_new_sessions_and_resume(bot_config, workspace, ch
 
     runtime = Parts()
     runtime.agent = agent
-    agent.handle(Incoming("console", "my plant is a fern"))
+    agent.handle(AgentMessage("console", "my plant is a fern"))
     assert "Started a new conversation (#2)" in run_command(runtime, "console", "/new")
     assert "already a new conversation (#2)" in run_command(runtime, "console", "/new")
-    agent.handle(Incoming("console", "second topic"))
+    agent.handle(AgentMessage("console", "second topic"))
     assert "fern" not in _request_text(chat_server)
     assert "Continuing conversation #1" in run_command(runtime, "console", "/resume #1")
-    agent.handle(Incoming("console", "what plant?"))
+    agent.handle(AgentMessage("console", "what plant?"))
     assert "fern" in _request_text(chat_server) and "second topic" not in _request_text(chat_server)
     # /reset clears the active session only.
     assert "Cleared" in run_command(runtime, "console", "/reset")
     run_command(runtime, "console", "/resume 2")
-    agent.handle(Incoming("console", "and now?"))
+    agent.handle(AgentMessage("console", "and now?"))
     assert "second topic" in _request_text(chat_server)
 
 

@@ -15,7 +15,7 @@ from assistant_framework.evals.cases import BUILTIN_CASES_DIR, load_cases
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.choice import call_from_args, chosen_skill, model_billions, shortlist, skill_choice
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.loop import Agent, AgentEvent
 from messaging_llm_bot.evals.runner import run_cases
 from messaging_llm_bot.llm.client import LLMClient
@@ -143,7 +143,7 @@ def test_two_step_asks_the_name_then_the_arguments_with_that_schema_alone(bot_co
     chat_server.enqueue(
         '{"skill": "save_note"}', '{"name": "milk", "text": "buy oat milk"}', '{"reply": "Saved your note."}'
     )
-    result = agent.handle(Incoming("c1", "note that I need oat milk"))
+    result = agent.handle(AgentMessage("c1", "note that I need oat milk"))
     assert result.ok and result.reply.startswith("Saved your note.")
     assert workspace.read_text("notes/milk.md") == "buy oat milk"
     assert [c.skill for c in result.skill_calls] == ["save_note"] and result.rounds == 2  # a round: name + args
@@ -181,8 +181,8 @@ def test_two_step_asks_the_name_then_the_arguments_with_that_schema_alone(bot_co
 def test_two_step_system_message_is_byte_identical_across_turns(bot_config, workspace, chat_server):
     agent = make_agent(two_step_config(bot_config), workspace)
     chat_server.enqueue('{"skill": "add"}', '{"a": 2, "b": 3}', '{"reply": "5"}', '{"reply": "Hello!"}')
-    agent.handle(Incoming("c1", "2+3?"))
-    agent.handle(Incoming("c1", "hi"))
+    agent.handle(AgentMessage("c1", "2+3?"))
+    agent.handle(AgentMessage("c1", "hi"))
     requests = chat_server.chat_requests
     assert len(requests) == 4
     assert len({r["messages"][0]["content"] for r in requests}) == 1
@@ -198,7 +198,7 @@ def test_two_step_reply_takes_one_request_and_a_message_matching_no_skill_admits
 ):
     agent = make_agent(two_step_config(bot_config), workspace)
     chat_server.enqueue('{"reply": "Hi there!"}')
-    result = agent.handle(Incoming("c1", "hi"))
+    result = agent.handle(AgentMessage("c1", "hi"))
     assert result.ok and result.reply == "Hi there!" and result.skill_calls == []
     assert len(chat_server.chat_requests) == 1
     assert schema_of(chat_server.chat_requests[0]) == {
@@ -227,7 +227,7 @@ def test_shortlist_ranks_the_skills_a_message_names(message, first, tmp_path):
 def test_two_step_whole_call_runs_without_asking_its_arguments(bot_config, workspace, chat_server):
     agent = make_agent(two_step_config(bot_config, structured_output="off"), workspace)
     chat_server.enqueue('{"skill": "add", "args": {"a": 2, "b": 2}}', '{"reply": "Four."}')
-    result = agent.handle(Incoming("c1", "2+2"))
+    result = agent.handle(AgentMessage("c1", "2+2"))
     assert result.ok and result.reply == "Four." and result.skill_calls[0].ok
     assert len(chat_server.chat_requests) == 2
     assert not any(ARGS_REQUEST_LEAD in m["content"] for m in chat_server.chat_requests[1]["messages"])
@@ -236,7 +236,7 @@ def test_two_step_whole_call_runs_without_asking_its_arguments(bot_config, works
 def test_two_step_arguments_that_are_not_json_run_nothing_and_are_fed_back(bot_config, workspace, chat_server):
     agent = make_agent(two_step_config(bot_config), workspace)
     chat_server.enqueue('{"skill": "save_note"}', "I would save it.", '{"reply": "Sorry, that failed."}')
-    result = agent.handle(Incoming("c1", "note that I need oat milk"))
+    result = agent.handle(AgentMessage("c1", "note that I need oat milk"))
     assert result.reply.startswith("Sorry, that failed.")
     assert workspace.list("notes/*") == []
     assert result.skill_calls[0].error_kind == "invalid_args"
@@ -248,7 +248,7 @@ def test_two_step_streaming_never_shows_the_choice(bot_config, workspace, chat_s
     agent = make_agent(two_step_config(bot_config), workspace)
     chat_server.enqueue('{"skill": "add"}', '{"a": 2, "b": 2}', '{"reply": "Two and two make four."}')
     events: list[AgentEvent] = []
-    result = agent.handle(Incoming("c1", "2+2", stream=True, on_event=events.append))
+    result = agent.handle(AgentMessage("c1", "2+2", stream=True, on_event=events.append))
     assert result.ok and result.reply == "Two and two make four."
     deltas = [e.data["text"] for e in events if e.kind == "delta"]
     assert deltas and deltas[-1] == "Two and two make four."
@@ -259,12 +259,12 @@ def test_big_model_keeps_the_direct_protocol_and_native_tools_are_unaffected(bot
     config = json.loads(json.dumps(bot_config))
     config["llm"]["runners"][0]["model"] = "qwen3:32b"  # skill_choice auto
     agent = make_agent(config, workspace)
-    agent.handle(Incoming("c1", "hi"))
+    agent.handle(AgentMessage("c1", "hi"))
     request = chat_server.chat_requests[-1]
     assert '"properties"' in request["messages"][0]["content"]
     assert any("args" in option.get("properties", {}) for option in schema_of(request)["anyOf"])
     config["llm"]["runners"][0].update(model="smollm2-135m", tool_transport="native")
-    make_agent(config, workspace).handle(Incoming("c2", "hi"))
+    make_agent(config, workspace).handle(AgentMessage("c2", "hi"))
     request = chat_server.chat_requests[-1]
     assert "tools" in request and "response_format" not in request
     assert '"properties"' in request["messages"][0]["content"]

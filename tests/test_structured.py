@@ -14,7 +14,7 @@ from assistant_framework.memory import MemoryService
 from assistant_framework.skills import SkillManager
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.llm.structured import (
     JSON_STRING_BODY,
@@ -90,8 +90,8 @@ def test_auto_falls_back_to_json_object_once_and_remembers(tmp_path, test_skills
         agent = make_agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
         server.enqueue('{"skill": "add", "args": {"a": 2, "b": 3}}', '{"reply": "5"}', '{"reply": "again"}')
         with caplog.at_level(logging.INFO, logger="messaging_llm_bot.llm.structured"):
-            first = agent.handle(Incoming("c", "what is 2+3?"))
-            second = agent.handle(Incoming("c", "and again?"))
+            first = agent.handle(AgentMessage("c", "what is 2+3?"))
+            second = agent.handle(AgentMessage("c", "and again?"))
         assert (first.reply, first.ok, second.reply) == ("5", True, "again")
         kinds = [(r.get("response_format") or {}).get("type") for r in server.chat_requests]
         assert kinds == ["json_schema", "json_object", "json_object", "json_object"]
@@ -111,8 +111,8 @@ def test_auto_falls_back_to_json_object_once_and_remembers(tmp_path, test_skills
 def test_schema_request_is_byte_stable_between_turns(tmp_path, test_skills_dir, make_agent):
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
-        agent.handle(Incoming("c", "one"))
-        agent.handle(Incoming("c", "two"))
+        agent.handle(AgentMessage("c", "one"))
+        agent.handle(AgentMessage("c", "two"))
         formats = [json.dumps(r["response_format"]) for r in server.chat_requests]
         assert formats[0] == formats[1] and '"json_schema"' in formats[0]
         marker = b'"response_format"'
@@ -126,7 +126,7 @@ def test_schema_request_is_byte_stable_between_turns(tmp_path, test_skills_dir, 
 def test_explicit_setting_is_used(tmp_path, test_skills_dir, setting, expected, make_agent):
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir, structured_output=setting), Workspace(tmp_path / "ws"))
-        agent.handle(Incoming("c", "hi"))
+        agent.handle(AgentMessage("c", "hi"))
         assert [(r.get("response_format") or {}).get("type") for r in server.chat_requests] == expected
 
 
@@ -136,7 +136,7 @@ def test_explicit_format_a_server_lacks_falls_back_to_prompted_json(tmp_path, te
             _config(server, test_skills_dir, structured_output="json_schema"), Workspace(tmp_path / "ws")
         )
         server.enqueue("Hello!")
-        assert agent.handle(Incoming("c", "hi")).reply == "Hello!"
+        assert agent.handle(AgentMessage("c", "hi")).reply == "Hello!"
         assert [(r.get("response_format") or {}).get("type") for r in server.chat_requests] == ["json_schema", None]
 
 
@@ -151,7 +151,7 @@ def test_streamed_reply_object_shows_only_its_text(tmp_path, test_skills_dir, ma
         )
         deltas: list[str] = []
         result = agent.handle(
-            Incoming("c", "hi", stream=True, on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"]))
+            AgentMessage("c", "hi", stream=True, on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"]))
         )
         assert result.reply == 'Hello there, "friend"!'
         assert deltas and deltas[-1] == result.reply
@@ -186,7 +186,7 @@ def test_repeated_call_and_final_round_may_only_reply(tmp_path, test_skills_dir,
         agent = make_agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
         same = '{"skill": "add", "args": {"a": 1, "b": 2}}'
         server.enqueue(same, same, '{"reply": "3"}')
-        assert agent.handle(Incoming("c", "1+2?")).reply == "3"
+        assert agent.handle(AgentMessage("c", "1+2?")).reply == "3"
         schemas = [r["response_format"]["json_schema"]["schema"] for r in server.chat_requests]
         assert len(schemas[0]["anyOf"]) > 1 and len(schemas[1]["anyOf"]) > 1
         assert schemas[2] == {"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}
@@ -197,7 +197,7 @@ def test_repeated_call_and_final_round_may_only_reply(tmp_path, test_skills_dir,
             '{"skill": "add", "args": {"a": 3, "b": 3}}',
             '{"reply": "done"}',
         )
-        assert agent.handle(Incoming("c", "sums")).reply == "done"  # max_skill_rounds is 3
+        assert agent.handle(AgentMessage("c", "sums")).reply == "done"  # max_skill_rounds is 3
         kinds = ["anyOf" in r["response_format"]["json_schema"]["schema"] for r in server.chat_requests]
         assert kinds == [True, True, True, False]
 
@@ -250,13 +250,13 @@ def test_a_format_rejection_is_one_warning_line_and_other_failures_still_warn(
             '{"reply": "hi"}', {"status": 500, "body": {"error": {"message": "boom", "type": "server_error"}}}
         )
         with caplog.at_level(logging.WARNING):
-            assert agent.handle(Incoming("c", "hello")).reply == "hi"
+            assert agent.handle(AgentMessage("c", "hello")).reply == "hi"
             warned = [r.getMessage() for r in caplog.records]
             assert warned == [
                 "llm runner 'fake' rejects response_format json_schema (HTTP 500); trying the next format"
             ]
             caplog.clear()
-            assert not agent.handle(Incoming("c", "again")).ok
+            assert not agent.handle(AgentMessage("c", "again")).ok
             assert any(r.getMessage().startswith("model call failed") for r in caplog.records)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from tests.fakes.chat_server import FakeChatServer
 
 TWO_CALLS = [
@@ -41,7 +41,7 @@ def test_native_tool_calls_run_and_results_go_back_as_tool_messages(tmp_path, te
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue({"tool_calls": TWO_CALLS}, "5 and 11.")
-        result = agent.handle(Incoming("c", "add 2+3 and 10+1", stream=stream))
+        result = agent.handle(AgentMessage("c", "add 2+3 and 10+1", stream=stream))
         assert (result.reply, result.ok) == ("5 and 11.", True)
         assert [(c.skill, c.args, c.ok) for c in result.skill_calls] == [
             ("add", {"a": 2, "b": 3}, True),
@@ -63,8 +63,8 @@ def test_auto_falls_back_to_the_json_protocol_when_tools_are_rejected(tmp_path, 
     with FakeChatServer(tools_supported=False) as server:
         agent = make_agent(_config(server, test_skills_dir, "auto"), Workspace(tmp_path / "ws"))
         server.enqueue('{"skill": "add", "args": {"a": 1, "b": 1}}', '{"reply": "2"}', '{"reply": "again"}')
-        assert agent.handle(Incoming("c", "1+1?")).reply == "2"
-        assert agent.handle(Incoming("c", "again")).reply == "again"
+        assert agent.handle(AgentMessage("c", "1+1?")).reply == "2"
+        assert agent.handle(AgentMessage("c", "again")).reply == "again"
         sent = [("tools" in r, (r.get("response_format") or {}).get("type")) for r in server.chat_requests]
         assert sent == [(True, None), (False, "json_schema"), (False, "json_schema"), (False, "json_schema")]
 
@@ -74,7 +74,7 @@ def test_auto_reads_a_protocol_call_written_as_text(tmp_path, test_skills_dir, m
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir, "auto"), Workspace(tmp_path / "ws"))
         server.enqueue('{"skill": "add", "args": {"a": 4, "b": 4}}', "8.")
-        result = agent.handle(Incoming("c", "4+4?"))
+        result = agent.handle(AgentMessage("c", "4+4?"))
         assert result.reply == "8." and result.skill_calls[0].args == {"a": 4, "b": 4}
         assert all("tools" in r for r in server.chat_requests)
         assert server.chat_requests[1]["messages"][-1]["role"] == "user"  # a text call's result is a user message
@@ -83,7 +83,7 @@ def test_auto_reads_a_protocol_call_written_as_text(tmp_path, test_skills_dir, m
 def test_json_transport_sends_no_tools(tmp_path, test_skills_dir, make_agent):
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir, "json"), Workspace(tmp_path / "ws"))
-        agent.handle(Incoming("c", "hi"))
+        agent.handle(AgentMessage("c", "hi"))
         assert "tools" not in server.chat_requests[0]
         assert json.loads(server.chat_requests[0].body)["response_format"]["type"] == "json_schema"
 
@@ -136,8 +136,8 @@ def test_auto_answers_with_the_json_protocol_when_the_tools_make_the_prompt_too_
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir, "auto"), Workspace(tmp_path / "ws"))
         server.enqueue(too_long, '{"reply": "fine"}', "also fine")
-        assert agent.handle(Incoming("c", "hello")).reply == "fine"
-        assert agent.handle(Incoming("c", "again")).reply == "also fine"  # tools are tried again next time
+        assert agent.handle(AgentMessage("c", "hello")).reply == "fine"
+        assert agent.handle(AgentMessage("c", "again")).reply == "also fine"  # tools are tried again next time
         sent = [("tools" in r, (r.get("response_format") or {}).get("type")) for r in server.chat_requests]
         assert sent == [(True, None), (False, "json_schema"), (True, None)]
 
@@ -147,7 +147,7 @@ def test_native_transport_reports_a_prompt_too_long_with_tools(tmp_path, test_sk
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue(too_long)
-        result = agent.handle(Incoming("c", "hello"))
+        result = agent.handle(AgentMessage("c", "hello"))
         assert not result.ok and "too long" in result.reply
         assert len(server.chat_requests) == 1 and "tools" in server.chat_requests[0]
 
@@ -158,7 +158,7 @@ def test_streamed_calls_that_share_or_lack_an_index_stay_separate_calls(tmp_path
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue({"tool_calls": TWO_CALLS, "tool_index": labels}, "5 and 11.")
-        result = agent.handle(Incoming("c", "add 2+3 and 10+1", stream=True))
+        result = agent.handle(AgentMessage("c", "add 2+3 and 10+1", stream=True))
         assert (result.reply, result.ok) == ("5 and 11.", True)
         assert [(c.skill, c.args, c.ok) for c in result.skill_calls] == [
             ("add", {"a": 2, "b": 3}, True),
@@ -174,7 +174,7 @@ def test_a_name_repeated_in_every_streamed_delta_is_the_name_once(tmp_path, test
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue({"tool_calls": TWO_CALLS, "tool_name_each_delta": True}, "5 and 11.")
-        result = agent.handle(Incoming("c", "add 2+3 and 10+1", stream=True))
+        result = agent.handle(AgentMessage("c", "add 2+3 and 10+1", stream=True))
         assert [(c.skill, c.args, c.ok) for c in result.skill_calls] == [
             ("add", {"a": 2, "b": 3}, True),
             ("add", {"a": 10, "b": 1}, True),
@@ -190,7 +190,7 @@ def test_the_reasoning_of_a_tool_call_answer_goes_back_with_it(tmp_path, test_sk
         server.enqueue(
             {"tool_calls": TWO_CALLS[:1], "reasoning": "2+3, use add"}, {"content": "5.", "reasoning": "done"}
         )
-        result = agent.handle(Incoming("c", "add 2+3", stream=stream))
+        result = agent.handle(AgentMessage("c", "add 2+3", stream=stream))
         assert (result.reply, result.ok) == ("5.", True)
         assert [c.skill for c in result.skill_calls] == ["add"]
         back = server.chat_requests[1]["messages"][-2]
@@ -209,7 +209,7 @@ def test_reasoning_goes_back_in_the_field_the_server_used(tmp_path, test_skills_
             },
             "done",
         )
-        agent.handle(Incoming("c", "add 2+3 then 1+1"))
+        agent.handle(AgentMessage("c", "add 2+3 then 1+1"))
         first, second = (m for m in server.chat_requests[2]["messages"] if m.get("tool_calls"))
         assert first["reasoning"] == "use add" and "reasoning_content" not in first
         assert not {"reasoning", "reasoning_content"} & set(second)
@@ -222,7 +222,7 @@ def test_arguments_encoded_twice_run_as_their_object(tmp_path, test_skills_dir, 
     with FakeChatServer() as server:
         agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue({"tool_calls": [{"id": "call_a", "name": "add", "arguments": twice}]}, "5.")
-        result = agent.handle(Incoming("c", "add 2+3", stream=stream))
+        result = agent.handle(AgentMessage("c", "add 2+3", stream=stream))
         assert result.reply == "5."
         assert [(c.skill, c.args, c.ok) for c in result.skill_calls] == [("add", {"a": 2, "b": 3}, True)]
 

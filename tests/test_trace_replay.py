@@ -9,7 +9,7 @@ import jsonschema
 from assistant_framework.evals.cases import CASE_SCHEMA
 from assistant_framework.skills import SkillManager
 from assistant_framework.traces import TraceStore
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.evals.replay import compare_actions, export_cases, format_replay, replay_trace
 from messaging_llm_bot.llm.client import LLMClient
 
@@ -27,7 +27,7 @@ def record_turns(make_agent, bot_config, workspace, chat_server) -> list[dict]:
         '{"reply": "Hello!"}',
     )
     for text in ("what is 2+3?", "note: buy milk", "hi"):
-        assert agent.handle(Incoming("c1", text)).ok
+        assert agent.handle(AgentMessage("c1", text)).ok
     store = TraceStore(workspace)
     return [store.load(i) for i in store.ids()]
 

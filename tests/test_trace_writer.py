@@ -6,7 +6,7 @@ import logging
 import threading
 
 from assistant_framework.traces import TraceStore, drain_traces, new_trace_id
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 
 
 def test_write_later_is_redacted_and_visible_to_any_store_of_the_workspace(workspace):
@@ -38,7 +38,7 @@ def test_turn_returns_before_its_trace_is_written(bot_config, workspace, chat_se
 
     traces_module._WRITER.submit(lambda: gate.wait(10), "test hold")
     try:
-        result = agent.handle(Incoming("c1", "hello"))
+        result = agent.handle(AgentMessage("c1", "hello"))
         assert result.ok and result.trace_id
         assert list((workspace.root / "traces").rglob(f"{result.trace_id}.json")) == []  # still queued
     finally:

@@ -14,7 +14,7 @@ from assistant_framework.traces import (
     trace_path,
 )
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.cli.main import main as cli_main
 from tests.fakes.chat_server import FakeChatServer
 
@@ -36,7 +36,7 @@ def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace, 
             {"content": '{"skill": "add", "args": {"a": 1, "b": 2}}', "delay": 0.2},
             f"Your token is {BOT_TOKEN} and key {API_KEY}",
         )
-        result = agent.handle(Incoming("c1", f"tell me {BOT_TOKEN}"))
+        result = agent.handle(AgentMessage("c1", f"tell me {BOT_TOKEN}"))
     assert result.ok and result.trace_id
     trace = TraceStore(workspace).load(result.trace_id)
     assert trace["conversation"] == "c1" and trace["model"] == "fake-model" and trace["runner"] == "fake"
@@ -59,7 +59,7 @@ def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace, 
 
 def test_failed_turn_is_traced(bot_config, workspace, chat_server, make_agent):
     chat_server.enqueue({"status": 500})
-    result = make_agent(bot_config, workspace).handle(Incoming("c1", "hi"))
+    result = make_agent(bot_config, workspace).handle(AgentMessage("c1", "hi"))
     trace = TraceStore(workspace).load(result.trace_id)
     assert trace["ok"] is False and trace["error"] and trace["requests"][0]["error"]["kind"] == "server"
 
@@ -67,7 +67,7 @@ def test_failed_turn_is_traced(bot_config, workspace, chat_server, make_agent):
 def test_traces_pruned_to_keep(bot_config, workspace, chat_server, make_agent):
     bot_config["runtime"]["trace_keep"] = 3
     agent = make_agent(bot_config, workspace)
-    ids = [agent.handle(Incoming("c1", f"m{i}")).trace_id for i in range(5)]
+    ids = [agent.handle(AgentMessage("c1", f"m{i}")).trace_id for i in range(5)]
     store = TraceStore(workspace)
     assert store.ids() == ids[-3:]
     assert len(workspace.list("traces/**/*.json")) == 3
@@ -96,8 +96,8 @@ def test_collect_and_redact_secrets():
 def test_cli_last_prompt_list_show(bot_config, workspace, chat_server, capsys, make_agent):
     agent = make_agent(bot_config, workspace)
     chat_server.enqueue('{"skill": "add", "args": {"a": 1, "b": 2}}', "three", "second reply")
-    first = agent.handle(Incoming("conv-a", "one plus two"))
-    second = agent.handle(Incoming("conv-b", "again"))
+    first = agent.handle(AgentMessage("conv-a", "one plus two"))
+    second = agent.handle(AgentMessage("conv-b", "again"))
 
     assert cli_main(["trace", "last-prompt", "--workspace", str(workspace.root)]) == 0
     out = capsys.readouterr().out
@@ -267,7 +267,7 @@ def test_trace_show_and_last_prompt_mask_the_configs_secrets_even_in_an_old_trac
     """A trace written before a key was configured holds it in clear; printing it masks it."""
     agent = make_agent(bot_config, workspace)
     chat_server.enqueue('{"reply": "noted"}')
-    result = agent.handle(Incoming("conv-a", "my new key is sk-live-0123456789abcdef, keep it"))
+    result = agent.handle(AgentMessage("conv-a", "my new key is sk-live-0123456789abcdef, keep it"))
     assert "sk-live-0123456789abcdef" in workspace.read_text(trace_path(result.trace_id))  # not a secret back then
     config = tmp_path / "config.json"
     config.write_text(

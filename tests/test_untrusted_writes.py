@@ -26,7 +26,7 @@ from assistant_framework.stores.provenance import (
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.calls import UNTRUSTED_NOTE
 from messaging_llm_bot.agent.guard import touches_untrusted
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from tests.conftest import AGENT_CLOCK
 
 UTC = timezone.utc
@@ -74,7 +74,7 @@ def setup(memory_agent):
 def _create(agent, chat_server, create: str, *, untrusted: bool) -> str:
     """One turn whose model call creates the item; returns the skill result fed back to the model."""
     chat_server.enqueue(create, DONE)
-    result = agent.handle(Incoming("c1", FORWARD if untrusted else "please save this for me", untrusted=untrusted))
+    result = agent.handle(AgentMessage("c1", FORWARD if untrusted else "please save this for me", untrusted=untrusted))
     assert result.skill_calls[0].ok, result.skill_calls
     return chat_server.chat_requests[-1]["messages"][-1]["content"]
 
@@ -84,7 +84,7 @@ def _read_then_overwrite(agent, chat_server, read: str):
     asked: list[dict] = []
     chat_server.enqueue(read, OVERWRITE, DONE)
     result = agent.handle(
-        Incoming("c2", "what about that? then tidy my note", approve=lambda request: asked.append(request) or False)
+        AgentMessage("c2", "what about that? then tidy my note", approve=lambda request: asked.append(request) or False)
     )
     after_read = chat_server.chat_requests[-2]["messages"][-1]["content"]
     return result, asked, after_read

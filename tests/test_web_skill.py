@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from assistant_framework.skills import SkillContext, SkillManager
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from tests.fakes.dns import loopback_usable
 
 PAGES = {
@@ -88,7 +88,7 @@ def test_a_fetch_marks_the_turn_untrusted(bot_config, workspace, chat_server, si
         '{"skill": "file", "args": {"action": "delete", "path": "notes/keep.md"}}',
         '{"reply": "done"}',
     )
-    agent.handle(Incoming("c1", "read this page"))
+    agent.handle(AgentMessage("c1", "read this page"))
     assert workspace.exists("notes/keep.md")  # the page could have asked for that delete
     assert chat_server.chat_requests[1]["messages"][-1]["content"].startswith("[Untrusted content")
 

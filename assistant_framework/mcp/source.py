@@ -42,7 +42,7 @@ CLOSE_SECONDS = 10.0
 INSTALL_HINT = "the mcp package is not installed: run make install in the checkout (or .venv/bin/pip install -e .)"
 
 
-class ToolCall:
+class McpToolCall:
     """A skill's ``run``: one ``tools/call`` on the server's connection, the answer as text."""
 
     def __init__(self, connection: ServerConnection, server: ServerSettings, tool: str) -> None:
@@ -84,7 +84,7 @@ def tool_skill(server: ServerSettings, tool: Tool, connection: ServerConnection)
             server.name, short_description(raw_description, server.description_chars, f"{tool_name[:80]}")
         ),
         args_schema=schema,
-        run=ToolCall(connection, server, tool_name),
+        run=McpToolCall(connection, server, tool_name),
         folder=None,
         source_path=None,
         readme_path=None,

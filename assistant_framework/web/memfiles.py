@@ -44,7 +44,7 @@ MAX_PATH_CHARS = 1024
 MAX_NAME_BYTES = 255
 
 
-class FileRefused(ValueError):
+class MemoryFileRefused(ValueError):
     """A path the page must not show or change; the message says why."""
 
 
@@ -76,18 +76,20 @@ class MemoryFile:
 
 
 def resolve(workspace: Workspace, rel: str, *, edit: bool = False) -> tuple[str, str]:
-    """(canonical relative path, source) of a memory file; FileRefused otherwise."""
+    """(canonical relative path, source) of a memory file; MemoryFileRefused otherwise."""
     if len(rel) > MAX_PATH_CHARS or any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in rel.split("/")):
-        raise FileRefused(f"the path is too long (at most {MAX_PATH_CHARS} characters, {MAX_NAME_BYTES} bytes a name)")
+        raise MemoryFileRefused(
+            f"the path is too long (at most {MAX_PATH_CHARS} characters, {MAX_NAME_BYTES} bytes a name)"
+        )
     try:
         real = workspace.relative(workspace.path(rel))
     except (WorkspacePathError, ValueError) as exc:
-        raise FileRefused(str(exc)) from None
+        raise MemoryFileRefused(str(exc)) from None
     source = source_for(real)
     if source is None:
-        raise FileRefused(f"{rel!r} is not a memory file")
+        raise MemoryFileRefused(f"{rel!r} is not a memory file")
     if edit and source not in EDITABLE:
-        raise FileRefused(f"{rel!r} ({source}) is not editable here; only {', '.join(EDITABLE)} are")
+        raise MemoryFileRefused(f"{rel!r} ({source}) is not editable here; only {', '.join(EDITABLE)} are")
     return real, source
 
 
@@ -113,7 +115,7 @@ def list_files(workspace: Workspace, category: str) -> list[str]:
 
 
 def load(workspace: Workspace, rel: str) -> MemoryFile:
-    """A memory file to show; FileRefused for anything else, FileNotFoundError when missing."""
+    """A memory file to show; MemoryFileRefused for anything else, FileNotFoundError when missing."""
     real, source = resolve(workspace, rel)
     data = workspace.path(real).read_bytes()
     try:
@@ -230,7 +232,7 @@ def delete_record(workspace: Workspace, memory: Any, rel: str, record_id: str) -
     """Delete one record (by its ``id``) of a JSON list file; False when no record has that id."""
     real, _ = resolve(workspace, rel, edit=True)
     if not real.endswith(".json"):
-        raise FileRefused(f"{real!r} holds no records")
+        raise MemoryFileRefused(f"{real!r} holds no records")
     with JsonListFile[JsonObject](workspace, real).edit() as rows:
         keep = [row for row in rows if str(row.get("id")) != record_id]
         found = len(keep) != len(rows)
@@ -251,7 +253,10 @@ def set_fact(workspace: Workspace, memory: Any, subject: str, attribute: str, va
 
 
 def empty(workspace: Workspace, rel: str) -> MemoryFile:
-    """A memory file that does not exist yet, to be written (``profile.md``, a new topic); FileRefused otherwise."""
+    """A memory file that does not exist yet, to be written (``profile.md``, a new topic).
+
+    MemoryFileRefused otherwise.
+    """
     real, source = resolve(workspace, rel, edit=True)
     return MemoryFile(
         real, source, True, "[]\n" if real.endswith(".json") else "", version=file_version(workspace, real)

@@ -136,7 +136,7 @@ class CategoryHandler(BaseHandler):
         )
 
 
-class FileHandler(BaseHandler):
+class MemoryFileHandler(BaseHandler):
     """View, edit (POST / PUT) and delete (DELETE) one memory file; every path is confined."""
 
     def _path(self) -> str:
@@ -146,14 +146,14 @@ class FileHandler(BaseHandler):
         workspace, rel = self.parts.workspace, self._path()
         try:
             shown = await self.off_loop("files", memfiles.load, workspace, rel)
-        except memfiles.FileRefused as exc:
+        except memfiles.MemoryFileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         except FileNotFoundError:
             if self.api or self.get_query_argument("edit", "") != "1":
                 raise tornado.web.HTTPError(404, "no such file") from None
             try:  # e.g. the first profile.md
                 shown = await self.off_loop("files", memfiles.empty, workspace, rel)
-            except memfiles.FileRefused as exc:
+            except memfiles.MemoryFileRefused as exc:
                 raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         if self.api:
             self.send_json(shown)
@@ -186,7 +186,7 @@ class FileHandler(BaseHandler):
         workspace, memory, secrets = self.parts.workspace, self.parts.memory, self.state.secrets
         try:
             real = await self.off_loop("files", memfiles.save, workspace, memory, rel, content, secrets, version)
-        except memfiles.FileRefused as exc:
+        except memfiles.MemoryFileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         except memfiles.EditConflict as exc:  # changed since the editor opened: nothing written, both texts shown
             if self.api:
@@ -231,7 +231,7 @@ class FileHandler(BaseHandler):
     async def delete(self) -> None:
         try:
             gone = await self.off_loop("files", memfiles.delete, self.parts.workspace, self.parts.memory, self._path())
-        except memfiles.FileRefused as exc:
+        except memfiles.MemoryFileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         self.send_json({"deleted": gone}, 200 if gone else 404)
 
@@ -255,7 +255,7 @@ class FileDeleteHandler(BaseHandler):
 
         try:
             where = await self.off_loop("files", delete)
-        except memfiles.FileRefused as exc:
+        except memfiles.MemoryFileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         except memfiles.EditConflict as exc:
             raise tornado.web.HTTPError(409, str(exc).replace("%", "%%")) from None

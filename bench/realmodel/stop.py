@@ -18,7 +18,7 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
     from assistant_framework.config.settings import Settings
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
-    from messaging_llm_bot.agent.loop import Agent, Incoming
+    from messaging_llm_bot.agent.loop import Agent, AgentMessage
     from messaging_llm_bot.llm.client import LLMClient
 
     rows = []
@@ -33,9 +33,9 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
         settings = Settings.from_config(config)
         skills = SkillManager.from_config(config, workspace, settings=settings)
         agent = Agent(settings, workspace, skills, LLMClient.from_section(config["llm"]))
-        agent.handle(Incoming("warm-up", "Hi.", stream=True))  # the system prompt is evaluated once, then cached
+        agent.handle(AgentMessage("warm-up", "Hi.", stream=True))  # the system prompt is evaluated once, then cached
         started = time.monotonic()
-        full = agent.handle(Incoming("full", STORY, stream=True))
+        full = agent.handle(AgentMessage("full", STORY, stream=True))
         rows.append(["full answer", f"{time.monotonic() - started:.1f}", len(full.reply), "-", "-"])
         seen = [0]
 
@@ -46,10 +46,10 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
                     agent.stop("stopped")
 
         started = time.monotonic()
-        stopped = agent.handle(Incoming("stopped", STORY, stream=True, on_event=on_event))
+        stopped = agent.handle(AgentMessage("stopped", STORY, stream=True, on_event=on_event))
         stop_s = time.monotonic() - started
         started = time.monotonic()
-        short = agent.handle(Incoming("next", "Say hello in three words.", stream=True))
+        short = agent.handle(AgentMessage("next", "Say hello in three words.", stream=True))
         rows.append(
             [
                 f"stopped after {deltas} deltas",

@@ -18,7 +18,7 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
     from assistant_framework.memory import MemoryService
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
-    from messaging_llm_bot.agent.loop import Agent, Incoming
+    from messaging_llm_bot.agent.loop import Agent, AgentMessage
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.runtime import BackgroundModel
 
@@ -46,7 +46,7 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
             rows = []
             background = []
             for n, text in enumerate(CONVERSATION[:turns], 1):
-                result = agent.handle(Incoming("bench", text, chat_id=1, user_id=1))
+                result = agent.handle(AgentMessage("bench", text, chat_id=1, user_id=1))
                 chat = log.evaluated()
                 if setting == "immediate":
                     memory.drain(600)  # the old behaviour: extraction right after the turn, before the next one

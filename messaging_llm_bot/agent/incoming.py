@@ -14,7 +14,7 @@ from messaging_llm_bot.agent.turn import AgentEvent
 
 
 @dataclass
-class Incoming:
+class AgentMessage:
     """One message to answer, with who sent it, how far it is trusted and where progress goes."""
 
     conversation_id: str  # whose history and memory scope the turn uses ("tg:7", "signal:+49...")

@@ -1,4 +1,4 @@
-"""The agent: one message in (an ``Incoming``), a reply out, skills run in between.
+"""The agent: one message in (an ``AgentMessage``), a reply out, skills run in between.
 
 Per conversation, the transaction (build the prompt, run the rounds, commit history) runs
 under a FIFO re-entrant lock, so one chat is answered strictly in order and its history never
@@ -39,7 +39,7 @@ from messaging_llm_bot.agent.history import (
     trim_history,
 )
 from messaging_llm_bot.agent.honesty import honest_reply
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.locks import Conversations
 from messaging_llm_bot.agent.memory import Memory, TurnMemory
 from messaging_llm_bot.agent.native import SkillFormats
@@ -67,7 +67,7 @@ from messaging_llm_bot.llm.client import LLMClient, RunnerConfig
 from messaging_llm_bot.llm.slots import background_calls
 from messaging_llm_bot.llm.wire import Message
 
-__all__ = ["FAILED_TURN_REPLY", "Agent", "AgentEvent", "Incoming", "TurnResult"]
+__all__ = ["FAILED_TURN_REPLY", "Agent", "AgentEvent", "AgentMessage", "TurnResult"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from assistant_framework.collectors import CollectorManager
@@ -192,7 +192,7 @@ class Agent(SessionCalls):
         every skill in the owner's own chat, the guest skills (``policy.guest_skills``) anywhere else."""
         return offered_names(self.skills, self._guest_skills(owner_chat))
 
-    def _services(self, message: Incoming) -> SkillServices:
+    def _services(self, message: AgentMessage) -> SkillServices:
         """The helpers a turn's skills get: the memory, the clock, the chat's file sender where it has one."""
         services = SkillServices(clock=self.now)
         if self.memory is not None:
@@ -242,7 +242,7 @@ class Agent(SessionCalls):
                 if self._steer_boxes.get(place) is box:
                     del self._steer_boxes[place]
 
-    def handle(self, message: Incoming) -> TurnResult:
+    def handle(self, message: AgentMessage) -> TurnResult:
         """Answer one message (blocking, thread-safe); never raises for model or skill failures.
 
         ``message.approve(request) -> bool`` asks the owner to confirm a call the policy marks
@@ -294,7 +294,9 @@ class Agent(SessionCalls):
 
     # -- the transaction (under the conversation lock) ---------------------------
 
-    def _transaction(self, turn: TurnRecord, message: Incoming, context: SkillContext, emit: Emit) -> tuple[str, bool]:
+    def _transaction(
+        self, turn: TurnRecord, message: AgentMessage, context: SkillContext, emit: Emit
+    ) -> tuple[str, bool]:
         conversation_id = turn.conversation_id
         # "untrusted" in the log row: a later recall of this turn (or of the reply) is outside content too.
         meta: dict[str, object] = {"private": message.owner_chat, **({"untrusted": True} if turn.untrusted else {})}
@@ -353,7 +355,7 @@ class Agent(SessionCalls):
             reply = self._keep_answer(turn, reply, meta, images, budget, measure)
         return reply, ok
 
-    def _new_turn(self, message: Incoming, place: str) -> TurnRecord:
+    def _new_turn(self, message: AgentMessage, place: str) -> TurnRecord:
         """The record of one message's turn: the outside content it starts with, a guest's skills, its limits."""
         # The injected clock is only consulted inside the guarded block below.
         turn = TurnRecord(
@@ -379,7 +381,7 @@ class Agent(SessionCalls):
             turn.limit = offered - turn.unserved
         return turn
 
-    def _context(self, message: Incoming, turn: TurnRecord, place: str) -> SkillContext:
+    def _context(self, message: AgentMessage, turn: TurnRecord, place: str) -> SkillContext:
         """What the turn's skills are told about the message, the chat and the bot's services."""
         return SkillContext(
             conversation_id=place,

@@ -123,10 +123,10 @@ class TurnRecord:
     #: A SKILL.md skill read in this turn whose ``allowed-tools`` narrow what the model may call: (its name,
     #: the skills it allows). None: no narrowing.
     narrowed: tuple[str, frozenset[str]] | None = None
-    limit: frozenset[str] | None = None  # a served client's skills: the turn may call no other (Incoming.skills)
+    limit: frozenset[str] | None = None  # a served client's skills: the turn may call no other (AgentMessage.skills)
     #: The skills that need a service this turn was not given (``REQUIRES_SERVICE``): left out of ``limit``.
     unserved: frozenset[str] = frozenset()
-    extract_facts: bool = True  # False: no facts are taken from the turn (Incoming.extract_facts)
+    extract_facts: bool = True  # False: no facts are taken from the turn (AgentMessage.extract_facts)
     job: str | None = None  # the scheduled job whose run this turn is
     area: Workspace | None = None  # a guest turn's own folder, made on first use
     stop: threading.Event = field(default_factory=StopSwitch)  # set by ``Agent.stop``; hangs up the model call

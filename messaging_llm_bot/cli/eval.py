@@ -64,7 +64,7 @@ def register(subparsers: Subparsers) -> None:
     skills.set_defaults(func=cmd_skills)
 
 
-class _Refused(Exception):
+class _EvalRefused(Exception):
     """Why the eval does not run at all: one ``error:`` line, exit 2."""
 
 
@@ -77,8 +77,8 @@ def cmd_skills(args: argparse.Namespace) -> int:
         cases = _selected_cases(args)
         runner = _eval_runners(config, args)
         if args.report and not Path(args.report).resolve().parent.is_dir():
-            raise _Refused(f"--report {args.report}: the folder does not exist")
-    except _Refused as exc:
+            raise _EvalRefused(f"--report {args.report}: the folder does not exist")
+    except _EvalRefused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return _run(args, cases, config, runner)
@@ -91,13 +91,13 @@ def _comparison(first: str, second: str) -> str:
         try:
             reports.append(json.loads(Path(name).read_text(encoding="utf-8")))
         except OSError as exc:
-            raise _Refused(f"cannot read report {name}: {exc.strerror}") from None
+            raise _EvalRefused(f"cannot read report {name}: {exc.strerror}") from None
         except ValueError as exc:
-            raise _Refused(f"{name} is not a JSON report written by --report: {exc}") from None
+            raise _EvalRefused(f"{name} is not a JSON report written by --report: {exc}") from None
     try:
         return format_comparison(reports[0], reports[1], Path(first).stem, Path(second).stem)
     except (KeyError, TypeError, AttributeError):
-        raise _Refused("the files are not reports written by `eval skills --report`") from None
+        raise _EvalRefused("the files are not reports written by `eval skills --report`") from None
 
 
 def _selected_cases(args: argparse.Namespace) -> list[EvalCase]:
@@ -107,13 +107,13 @@ def _selected_cases(args: argparse.Namespace) -> list[EvalCase]:
     try:
         cases = load_cases(dirs)
     except CaseError as exc:
-        raise _Refused(str(exc)) from None
+        raise _EvalRefused(str(exc)) from None
     if args.category:
         cases = [c for c in cases if c.category in args.category]
     if args.ids:
         cases = [c for c in cases if c.id in args.ids]
     if not cases:
-        raise _Refused("no eval cases selected")
+        raise _EvalRefused("no eval cases selected")
     return cases
 
 
@@ -130,7 +130,7 @@ def _eval_runners(config: JsonObject, args: argparse.Namespace) -> JsonObject:
             config.get("llm") or {}, runner=args.runner, base_url=args.base_url, model=args.model
         )
     except ValueError as exc:
-        raise _Refused(str(exc)) from None
+        raise _EvalRefused(str(exc)) from None
     for entry in config["llm"]["runners"]:
         if args.structured_output:
             entry["structured_output"] = args.structured_output
@@ -141,11 +141,11 @@ def _eval_runners(config: JsonObject, args: argparse.Namespace) -> JsonObject:
     try:
         runners_from_config(config["llm"])  # e.g. two_step with native tools: one line, not 67 failures
     except ValueError as exc:
-        raise _Refused(str(exc)) from None
+        raise _EvalRefused(str(exc)) from None
     runner: JsonObject = config["llm"]["runners"][0]
     problem = check_runner(runner)
     if problem:
-        raise _Refused(problem)
+        raise _EvalRefused(problem)
     return runner
 
 

@@ -36,7 +36,7 @@ def max_pending(settings: Settings) -> int:
 
 
 @dataclass(eq=False)
-class Job:
+class ChatJob:
     """A place in a chat's queue: ``run`` it exactly once."""
 
     chat: Hashable
@@ -76,12 +76,12 @@ class ChatQueues:
         """True when ``chat`` holds ``limit()`` jobs already."""
         return self.pending(chat) >= self._limit()
 
-    def admit(self, chat: Hashable, *, owner: bool = False, exempt: bool = False) -> Job | None:
+    def admit(self, chat: Hashable, *, owner: bool = False, exempt: bool = False) -> ChatJob | None:
         """A place at the end of ``chat``'s queue, or None when the chat is full. The owner's jobs and
         ``exempt`` ones (a replay) are always admitted. Synchronous: call it in arrival order."""
         if not (owner or exempt) and self.full(chat):
             return None
-        job = Job(chat, owner, next(self._seq), asyncio.get_running_loop().create_future())
+        job = ChatJob(chat, owner, next(self._seq), asyncio.get_running_loop().create_future())
         self._chats.setdefault(chat, _Chat()).jobs.append(job)
         self._dispatch()
         return job
@@ -105,7 +105,7 @@ class ChatQueues:
 
     # -- running --------------------------------------------------------------
 
-    async def run(self, job: Job, work: Coroutine[Any, Any, T]) -> T:
+    async def run(self, job: ChatJob, work: Coroutine[Any, Any, T]) -> T:
         """Wait for ``job``'s turn, then run ``work``; the slot and the chat are freed after it."""
         try:
             await job.start
@@ -137,14 +137,14 @@ class ChatQueues:
             self._running += 1
             job.start.set_result(None)
 
-    def _finish(self, job: Job) -> None:
+    def _finish(self, job: ChatJob) -> None:
         state = self._chats[job.chat]
         state.running = False
         self._running -= 1
         self._forget_if_idle(job.chat, state)
         self._dispatch()
 
-    def _drop(self, job: Job) -> None:
+    def _drop(self, job: ChatJob) -> None:
         state = self._chats.get(job.chat)
         if state is not None and job in state.jobs:
             state.jobs.remove(job)

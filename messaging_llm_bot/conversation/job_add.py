@@ -47,7 +47,7 @@ def job_fields(args: argparse.Namespace, default_tz: str) -> JsonObject:
     }
 
 
-class _Refused(Exception):
+class _JobRefused(Exception):
     """The chat line is no valid ``/jobs add``: the sentence says why."""
 
 
@@ -55,7 +55,7 @@ class _ChatParser(argparse.ArgumentParser):
     """argparse that raises instead of printing to stderr and exiting (a chat has no stderr)."""
 
     def error(self, message: str) -> Any:
-        raise _Refused(message)
+        raise _JobRefused(message)
 
 
 def _chat_parser() -> _ChatParser:
@@ -73,7 +73,7 @@ def chat_add(
         return f"That line is {len(line)} characters; a job's fields fit in {MAX_LINE_CHARS}. Usage: {USAGE}"
     try:
         args = _chat_parser().parse_args(shlex.split(line))
-    except (_Refused, ValueError) as err:  # ValueError: shlex on an unclosed quote
+    except (_JobRefused, ValueError) as err:  # ValueError: shlex on an unclosed quote
         return f"Job not added: {err}. Usage: {USAGE}"
     fields = job_fields(args, default_tz)
     fields["chat_id"] = conversation_id  # its channel (routes.channel_of) and the chat its runs go to

@@ -26,7 +26,7 @@ from assistant_framework.inbox.item import InboxPayload
 from assistant_framework.jobs import JobStore, RunLine, RunLog
 from assistant_framework.schedules import as_utc, from_iso, to_iso, zone
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.turn import TurnResult, reply_text
 from messaging_llm_bot.conversation.markup import escape_markdown
 from messaging_llm_bot.conversation.pool import TurnPool
@@ -156,7 +156,7 @@ async def make_job_reply(
         await asyncio.to_thread(inbox.record_reply, item.item_id, notice)
         return JobReply(notice, error=BUDGET_USED_UP, outcome="skipped")
     else:
-        incoming = Incoming(
+        incoming = AgentMessage(
             item.conversation_id,
             prompt_text(run),
             chat_id=chat_id,
@@ -175,7 +175,7 @@ async def make_job_reply(
     return made
 
 
-def _background_turn(handle: Callable[[Incoming], TurnResult], incoming: Incoming) -> TurnResult:
+def _background_turn(handle: Callable[[AgentMessage], TurnResult], incoming: AgentMessage) -> TurnResult:
     # A prompt job's model calls are background work (llm.slots.background_calls): they yield to the chats'
     # turns and stop at 80 % of a runner's spending cap, keeping the rest for the owner's own turns.
     with background_calls():

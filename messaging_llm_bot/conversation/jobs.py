@@ -21,7 +21,7 @@ Callback = Callable[[Any], Awaitable[None]]
 
 
 @dataclass
-class Job:
+class AsyncJob:
     """One scheduled callback; ``schedule_removal()`` cancels it."""
 
     name: str
@@ -40,7 +40,7 @@ class Job:
 class JobContext:
     """What a callback receives (``context.job``), like PTB's CallbackContext."""
 
-    job: Job
+    job: AsyncJob
 
 
 def seconds_until(when: datetime | float | int | timedelta, now: datetime | None = None) -> float:
@@ -108,10 +108,10 @@ class AsyncJobQueue:
     """Jobs on the running event loop; create and use it from that loop."""
 
     def __init__(self) -> None:
-        self._jobs: list[Job] = []
+        self._jobs: list[AsyncJob] = []
         self._tasks: set[asyncio.Task[Any]] = set()
 
-    def _schedule(self, job: Job, delay: float, callback: Callback, then: Callable[[], float | None]) -> None:
+    def _schedule(self, job: AsyncJob, delay: float, callback: Callback, then: Callable[[], float | None]) -> None:
         loop = asyncio.get_running_loop()
 
         def fire() -> None:
@@ -128,19 +128,19 @@ class AsyncJobQueue:
 
         job._handle = loop.call_later(delay, fire)
 
-    async def _run(self, job: Job, callback: Callback) -> None:
+    async def _run(self, job: AsyncJob, callback: Callback) -> None:
         try:
             await callback(JobContext(job))
         except Exception:  # noqa: BLE001 - one failing job must not stop the others
             log.exception("job %s failed", job.name)
 
-    def _add(self, name: str | None, data: Any) -> Job:
+    def _add(self, name: str | None, data: Any) -> AsyncJob:
         self._jobs = [j for j in self._jobs if not j.removed]
-        job = Job(name=name or "job", data=data)
+        job = AsyncJob(name=name or "job", data=data)
         self._jobs.append(job)
         return job
 
-    def run_once(self, callback: Callback, when: Any, data: Any = None, name: str | None = None) -> Job:
+    def run_once(self, callback: Callback, when: Any, data: Any = None, name: str | None = None) -> AsyncJob:
         """Run ``callback`` once after ``when`` (seconds, timedelta or aware datetime)."""
         job = self._add(name, data)
         self._schedule(job, seconds_until(when), callback, lambda: None)
@@ -148,13 +148,13 @@ class AsyncJobQueue:
 
     def run_repeating(
         self, callback: Callback, interval: float, first: Any = None, data: Any = None, name: str | None = None
-    ) -> Job:
+    ) -> AsyncJob:
         """Run ``callback`` every ``interval`` seconds, the first time after ``first`` (default: interval)."""
         job = self._add(name, data)
         self._schedule(job, seconds_until(interval if first is None else first), callback, lambda: float(interval))
         return job
 
-    def run_daily(self, callback: Callback, time: dtime, data: Any = None, name: str | None = None) -> Job:
+    def run_daily(self, callback: Callback, time: dtime, data: Any = None, name: str | None = None) -> AsyncJob:
         """Run ``callback`` every day at wall time ``time`` (in ``time.tzinfo``; DST-correct)."""
         job = self._add(name, data)
 
@@ -165,7 +165,7 @@ class AsyncJobQueue:
         self._schedule(job, delay(), callback, delay)
         return job
 
-    def get_jobs_by_name(self, name: str) -> tuple[Job, ...]:
+    def get_jobs_by_name(self, name: str) -> tuple[AsyncJob, ...]:
         """The live jobs called ``name``."""
         return tuple(j for j in self._jobs if j.name == name and not j.removed)
 

@@ -36,7 +36,7 @@ class Attachment(Protocol):
     def mime(self) -> str: ...
 
 
-class Fetched(Protocol):
+class FetchedMedia(Protocol):
     """An attachment's bytes and the type the platform gave."""
 
     @property
@@ -47,7 +47,7 @@ class Fetched(Protocol):
 
 
 #: Fetches the attachment (bounded): its bytes, or the sentence for the user (too large, gone).
-Fetch = Callable[[], Awaitable["Fetched | str"]]
+Fetch = Callable[[], Awaitable["FetchedMedia | str"]]
 
 
 async def attachment_input(

@@ -17,7 +17,7 @@ from messaging_llm_bot.conversation.owner_chats import noted_owner_chats
 
 
 @dataclass(frozen=True)
-class Allowlist:
+class AllowlistKeys:
     """Where a channel's config lists who may write (what a pairing approval adds to: conversation/pairing.py)."""
 
     list_key: str  # the allowed ids ("allowed"), under the channel's section
@@ -44,7 +44,7 @@ class Route:
     # a Matrix thread): the owner's when the chat is; "" for none.
     thread_mark: str = ""
     # Where a pairing approval adds a stranger; None: the channel has no strangers to pair (the terminal).
-    allowlist: Allowlist | None = None
+    allowlist: AllowlistKeys | None = None
 
 
 ROUTES: tuple[Route, ...] = (
@@ -54,7 +54,7 @@ ROUTES: tuple[Route, ...] = (
         configured=lambda settings: bool(settings.telegram.token),
         bare_numbers=True,
         owner_chats=lambda s: () if s.telegram.owner is None else (f"tg:{s.telegram.owner}", str(s.telegram.owner)),
-        allowlist=Allowlist("allowed_user_ids", "owner_id", int),
+        allowlist=AllowlistKeys("allowed_user_ids", "owner_id", int),
     ),
     Route(
         "signal",
@@ -63,7 +63,7 @@ ROUTES: tuple[Route, ...] = (
         owner_chats=lambda s: (
             (f"sig:{s.signal.owner or s.signal.allowed[0]}",) if s.signal.owner or s.signal.allowed else ()
         ),
-        allowlist=Allowlist("allowed", "owner"),
+        allowlist=AllowlistKeys("allowed", "owner"),
     ),
     Route(
         "email",
@@ -71,14 +71,14 @@ ROUTES: tuple[Route, ...] = (
         configured=lambda settings: settings.email.enabled,
         owner_chats=lambda s: (f"mail:{s.email.owner_address}",) if s.email.owner_address else (),
         thread_mark=":",
-        allowlist=Allowlist("allowed", "owner"),
+        allowlist=AllowlistKeys("allowed", "owner"),
     ),
     Route(
         "matrix",
         "mx:",
         configured=lambda settings: settings.matrix.enabled,
         thread_mark="|",
-        allowlist=Allowlist("allowed", "owner"),
+        allowlist=AllowlistKeys("allowed", "owner"),
     ),
     Route(
         "whatsapp",
@@ -89,17 +89,20 @@ ROUTES: tuple[Route, ...] = (
             if s.whatsapp.owner or s.whatsapp.allowed
             else ()
         ),
-        allowlist=Allowlist("allowed", "owner", lambda number: f"+{number}"),
+        allowlist=AllowlistKeys("allowed", "owner", lambda number: f"+{number}"),
     ),
     Route(
         "slack",
         "sl:",
         configured=lambda settings: settings.slack.enabled,
         thread_mark="|",
-        allowlist=Allowlist("allowed", "owner"),
+        allowlist=AllowlistKeys("allowed", "owner"),
     ),
     Route(
-        "discord", "dc:", configured=lambda settings: settings.discord.enabled, allowlist=Allowlist("allowed", "owner")
+        "discord",
+        "dc:",
+        configured=lambda settings: settings.discord.enabled,
+        allowlist=AllowlistKeys("allowed", "owner"),
     ),
     Route(
         "webchat",
@@ -139,7 +142,7 @@ def prefix_of(channel: str) -> str:
     raise KeyError(channel)
 
 
-def allowlist_of(channel: str) -> Allowlist | None:
+def allowlist_of(channel: str) -> AllowlistKeys | None:
     """Where ``channel``'s config lists who may write; None for a channel without one (or not in the registry)."""
     return next((route.allowlist for route in ROUTES if route.channel == channel), None)
 

@@ -3,7 +3,7 @@
 A channel's turn runner reads its platform's message (who, where, what kind) and sends the answer its own
 way; everything between is here, once: the files of a message saved in the right area and read for the
 model (a guest's never into the owner's workspace or memory), a voice note's transcript or the sentence
-that answers instead, the agent's ``Incoming`` and its call on the turn pool (the owner's first), the
+that answers instead, the agent's ``AgentMessage`` and its call on the turn pool (the owner's first), the
 notice that the model cannot see images (once per chat), the spoken reply when the chat asked for one,
 and the ledger's records as parts go out.
 """
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from assistant_framework.memory.service import MemoryService
     from messaging_llm_bot.agent.guard import ApproveCallback
     from messaging_llm_bot.agent.images import ImageInput
-    from messaging_llm_bot.agent.incoming import Incoming
+    from messaging_llm_bot.agent.incoming import AgentMessage
     from messaging_llm_bot.agent.turn import AgentEvent
     from messaging_llm_bot.llm.transcribe import Transcription
 
@@ -105,12 +105,12 @@ def agent_incoming(
     stream: bool,
     approve: ApproveCallback | None = None,
     on_event: Callable[[AgentEvent], None] | None = None,
-) -> Incoming:
+) -> AgentMessage:
     """The agent's record of ``request``, the same on every channel (``stream``: read the model's answer as a
     stream; ``approve``: how the owner confirms an ``ask`` call, None: refused)."""
-    from messaging_llm_bot.agent.incoming import Incoming  # on use: start-up does not need the agent
+    from messaging_llm_bot.agent.incoming import AgentMessage  # on use: start-up does not need the agent
 
-    return Incoming(
+    return AgentMessage(
         request.conversation_id,
         request.text,
         chat_id=request.chat_id,

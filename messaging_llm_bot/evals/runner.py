@@ -23,7 +23,7 @@ from assistant_framework.skills import SkillManager
 from assistant_framework.spending import SpendingLedger
 from assistant_framework.workspace import NotAWorkspaceError, Workspace, existing_workspace
 from messaging_llm_bot.agent.history import HistoryStore
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.agent.settings import history_budget_chars
 from messaging_llm_bot.llm.client import LLMClient
@@ -111,7 +111,7 @@ def run_case(case: EvalCase, config: JsonObject, llm: LLMClient) -> CaseResult:
             # The owner's chat, as on a channel that takes files: send_file is offered (a file it "sends" goes
             # nowhere), so the prompt is the one a chat's turn gets.
             chat_files = FileSender(workspace, f"eval:{case.id}", lambda one: "eval", 1 << 40)
-            result = agent.handle(Incoming("eval", case.message, chat_id=0, user_id=0, send_file=chat_files))
+            result = agent.handle(AgentMessage("eval", case.message, chat_id=0, user_id=0, send_file=chat_files))
         except Exception as exc:  # noqa: BLE001 - one broken case must not stop the suite
             return score_case(case, [], "", today=now.date(), error=f"{type(exc).__name__}: {exc}")
         latency = time.perf_counter() - started

@@ -18,7 +18,7 @@ from assistant_framework.http_deadline import BodyTooLarge, read_body
 from assistant_framework.http_deadline import DeadlineExceeded as HTTPDeadlineExceeded
 from messaging_llm_bot.llm.deadline import (
     CallDeadline,
-    DeadlineExceeded,
+    CallDeadlineExceeded,
     answer_deadline_detail,
     stream_deadline_detail,
 )
@@ -134,7 +134,7 @@ def read_stream(
                 if visible and visible != shown:
                     shown = visible
                     on_delta(visible)
-    except (DeadlineExceeded, requests.RequestException) as exc:
+    except (CallDeadlineExceeded, requests.RequestException) as exc:
         if deadline is not None and deadline.expired:
             raise LLMError(
                 "timeout",

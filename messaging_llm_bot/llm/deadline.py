@@ -17,7 +17,7 @@ from typing import Any
 from assistant_framework.http_deadline import Deadline
 
 
-class DeadlineExceeded(Exception):
+class CallDeadlineExceeded(Exception):
     """The call's overall deadline passed while its answer was still arriving."""
 
 
@@ -37,25 +37,25 @@ class CallDeadline(Deadline):
         self.chars_seen = 0
 
     def lines(self, response: Any, lines: Iterable[str]) -> Iterator[str]:
-        """Yield ``lines`` until the deadline; then raise DeadlineExceeded."""
+        """Yield ``lines`` until the deadline; then raise CallDeadlineExceeded."""
         sock = response_socket(response)
         self._limit(sock)
         for line in lines:
             if self.expired:
-                raise DeadlineExceeded
+                raise CallDeadlineExceeded
             self.lines_seen += 1
             self.chars_seen += len(line)
             yield line
             self._limit(sock)
         if self.fired:  # the connection was cut at the deadline: that end is not the stream's end
-            raise DeadlineExceeded
+            raise CallDeadlineExceeded
 
     def _limit(self, sock: socket.socket | None) -> None:
         if sock is None:
             return
         left = self.remaining()
         if left <= 0:
-            raise DeadlineExceeded
+            raise CallDeadlineExceeded
         try:
             sock.settimeout(left)  # the next read blocks no longer than the time left
         except OSError:

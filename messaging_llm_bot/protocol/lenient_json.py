@@ -29,7 +29,7 @@ _PARTIAL_MARKERS = ("```", "<tool_call>", "<function_call>", "<think>", "<thinki
 
 
 @dataclass
-class Candidate:
+class JsonCandidate:
     """One JSON-ish value found in a text, with the drift forms it needed."""
 
     value: object
@@ -209,9 +209,11 @@ def _fence_at(text: str, i: int) -> tuple[str, int, int, int] | None:
     return lang, eol + 1, close, close + 3
 
 
-def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (), budget: _Budget | None = None) -> list[Candidate]:
+def scan(
+    text: str, offset: int = 0, labels: tuple[str, ...] = (), budget: _Budget | None = None
+) -> list[JsonCandidate]:
     """Find every parseable top-level JSON-ish value, looking inside json fences and tags."""
-    found: list[Candidate] = []
+    found: list[JsonCandidate] = []
     budget = budget or _Budget()
     i, n = 0, len(text)
     while i < n:
@@ -251,14 +253,14 @@ def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (), budget: _Budg
                 parsed = loads_lenient(text[i:end])
                 if parsed is not None:
                     value, repairs = parsed
-                    found.append(Candidate(value, text[i:end], (offset + i, offset + end), list(labels) + repairs))
+                    found.append(JsonCandidate(value, text[i:end], (offset + i, offset + end), list(labels) + repairs))
                     i = end
                     continue
         i += 1
     return found
 
 
-def _widen_single(found: list[Candidate], c0: int, c1: int, w0: int, w1: int) -> None:
+def _widen_single(found: list[JsonCandidate], c0: int, c1: int, w0: int, w1: int) -> None:
     """Let the only candidate of a wrapper own the wrapper span (for whole-output checks)."""
     inside = [c for c in found if c0 <= c.outer[0] and c.outer[1] <= c1]
     if len(inside) == 1:

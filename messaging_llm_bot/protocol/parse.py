@@ -57,7 +57,7 @@ from assistant_framework.skills.spec import SkillArgs
 from messaging_llm_bot.protocol.framing import quoted_calls
 from messaging_llm_bot.protocol.lenient_json import (
     REPLY_PREFIX_RE,
-    Candidate,
+    JsonCandidate,
     decode_partial_string,
     loads_lenient,
     open_region,
@@ -378,7 +378,7 @@ def _templated_output(
 
 
 def _open_call_output(
-    body: str, candidates: list[Candidate], known: frozenset[str], recovered: list[str]
+    body: str, candidates: list[JsonCandidate], known: frozenset[str], recovered: list[str]
 ) -> ParsedOutput | None:
     """An answer that starts a call object and never closes it; None for any other answer."""
     outer = body.find("{")
@@ -394,7 +394,7 @@ def _open_call_output(
 
 
 def _calls_output(
-    body: str, candidates: list[Candidate], known: frozenset[str], recovered: list[str], guarded: bool
+    body: str, candidates: list[JsonCandidate], known: frozenset[str], recovered: list[str], guarded: bool
 ) -> ParsedOutput | None:
     """The calls among the answer's JSON values, in order; None when it holds none."""
     calls: list[SkillCall] = []
@@ -428,7 +428,7 @@ def _calls_output(
     return ParsedOutput(calls, None, _dedupe(labels))
 
 
-def _truncated_output(body: str, candidates: list[Candidate], recovered: list[str]) -> ParsedOutput | None:
+def _truncated_output(body: str, candidates: list[JsonCandidate], recovered: list[str]) -> ParsedOutput | None:
     """An answer cut off by max_tokens (a constrained answer always starts with "{"): the reply's text
     so far; a half call cannot run and its JSON must not reach the user. None when nothing is cut off."""
     if candidates or open_region(body) is None:
@@ -443,7 +443,7 @@ def _truncated_output(body: str, candidates: list[Candidate], recovered: list[st
     return None
 
 
-def _reply_output(body: str, candidates: list[Candidate], recovered: list[str]) -> ParsedOutput:
+def _reply_output(body: str, candidates: list[JsonCandidate], recovered: list[str]) -> ParsedOutput:
     """The final reply: a whole-answer ``{"reply": ...}`` unwrapped, else the text itself."""
     stripped = body.strip()
     if len(candidates) == 1:

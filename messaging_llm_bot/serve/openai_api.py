@@ -34,7 +34,7 @@ from assistant_framework.serve.http import ClientHandler, Route
 from assistant_framework.web.base import WebState
 from assistant_framework.web.server import Mount
 from messaging_llm_bot.agent.guard import ApprovalRequest, ApproveCallback
-from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.turn import AgentEvent, TurnResult
 from messaging_llm_bot.conversation.approvals import Answer
 
@@ -103,11 +103,11 @@ class ChatService:
         default_factory=lambda: ThreadPoolExecutor(TURN_THREADS, thread_name_prefix="api-turn")
     )
 
-    def incoming(self, client: Client, text: str, on_event: Callable[[AgentEvent], None] | None) -> Incoming:
+    def incoming(self, client: Client, text: str, on_event: Callable[[AgentEvent], None] | None) -> AgentMessage:
         """The client's message as the agent takes it: its conversation, its skills and nothing to confirm."""
         owner = self.owner_client(client)
         conversation = self.conversation_of(client)
-        return Incoming(
+        return AgentMessage(
             conversation,
             text,
             # A reminder or job made in the client's turn goes to the owner's home chat (no chat of its own).
@@ -136,10 +136,10 @@ class ChatService:
 
         return approve
 
-    async def run(self, incoming: Incoming) -> TurnResult:
+    async def run(self, incoming: AgentMessage) -> TurnResult:
         return await asyncio.get_running_loop().run_in_executor(self.threads, self._handle, incoming)
 
-    def _handle(self, incoming: Incoming) -> TurnResult:
+    def _handle(self, incoming: AgentMessage) -> TurnResult:
         return self.agent().handle(incoming)
 
 

@@ -25,7 +25,7 @@ from messaging_llm_bot.channels.email.approval import Approvals
 from messaging_llm_bot.channels.email.authres import verdict
 from messaging_llm_bot.channels.email.mailitem import MailItem, conversation_of
 from messaging_llm_bot.channels.email.message import MailIn, parse
-from messaging_llm_bot.channels.email.servers import Fetched
+from messaging_llm_bot.channels.email.servers import PolledMail
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.images import area_for
 
@@ -55,7 +55,7 @@ class Intake:
     def settings(self) -> EmailSettings:
         return self._settings().email
 
-    async def take(self, fetched: Fetched, uidvalidity: int) -> InboxItem | None:
+    async def take(self, fetched: PolledMail, uidvalidity: int) -> InboxItem | None:
         """Judge one mail and store it; None when it is not to be answered. Raises OSError when the inbox
         cannot store it (the cursor then stays before it: the next look tries again)."""
         if fetched.raw is None:

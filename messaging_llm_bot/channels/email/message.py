@@ -34,7 +34,7 @@ _MESSAGE_ID = re.compile(r"<[^<>\s]{1,500}>")
 
 
 @dataclass(frozen=True)
-class Attachment:
+class MailAttachment:
     """A file that came with a mail."""
 
     name: str
@@ -53,7 +53,7 @@ class MailIn:
     in_reply_to: str
     references: tuple[str, ...]
     text: str
-    attachments: tuple[Attachment, ...]
+    attachments: tuple[MailAttachment, ...]
     auth_results: tuple[str, ...]  # Authentication-Results headers, topmost first
     automated: str  # why it must not be answered ("" when it may be)
 
@@ -151,9 +151,9 @@ def without_quote(text: str) -> str:
     return "\n".join(lines)
 
 
-def _attachments(msg: Message) -> tuple[Attachment, ...]:
+def _attachments(msg: Message) -> tuple[MailAttachment, ...]:
     assert isinstance(msg, EmailMessage)
-    found: list[Attachment] = []
+    found: list[MailAttachment] = []
     for part in msg.iter_attachments():
         if len(found) >= MAX_ATTACHMENTS or part.is_multipart():
             continue
@@ -162,7 +162,7 @@ def _attachments(msg: Message) -> tuple[Attachment, ...]:
             continue
         mime = part.get_content_type()
         name = part.get_filename() or f"attachment{mimetypes.guess_extension(mime) or ''}"
-        found.append(Attachment(name=str(name), mime=mime, data=data))
+        found.append(MailAttachment(name=str(name), mime=mime, data=data))
     return tuple(found)
 
 

@@ -42,7 +42,7 @@ def password(server: ImapSettings | SmtpSettings) -> str:
 
 
 @dataclass(frozen=True)
-class Fetched:
+class PolledMail:
     """One mail above the cursor: its UID and bytes (None when it is larger than the bound)."""
 
     uid: int
@@ -56,7 +56,7 @@ class Batch:
 
     uidvalidity: int
     highest: int
-    mails: tuple[Fetched, ...]
+    mails: tuple[PolledMail, ...]
 
 
 class Mailbox:
@@ -134,19 +134,19 @@ class Mailbox:
         top = wanted[MAX_PER_POLL - 1] if len(wanted) > MAX_PER_POLL else highest
         return Batch(current, top, tuple(mails))
 
-    def _fetch(self, conn: imaplib.IMAP4, uid: int) -> Fetched:
+    def _fetch(self, conn: imaplib.IMAP4, uid: int) -> PolledMail:
         status, parts = conn.uid("FETCH", str(uid), "(RFC822.SIZE)")
         found = _SIZE.search(b" ".join(p for p in parts or [] if isinstance(p, bytes))) if status == "OK" else None
         size = int(found.group(1)) if found else 0
         if size > self.max_bytes:
-            return Fetched(uid, None, size)
+            return PolledMail(uid, None, size)
         status, parts = conn.uid("FETCH", str(uid), "(BODY.PEEK[])")
         raw = next((p[1] for p in parts or [] if isinstance(p, tuple) and len(p) == 2), None)
         if status != "OK" or not isinstance(raw, bytes):
             raise ValueError(f"FETCH of UID {uid} gave no message")
         if len(raw) > self.max_bytes:
-            return Fetched(uid, None, len(raw))
-        return Fetched(uid, raw, len(raw))
+            return PolledMail(uid, None, len(raw))
+        return PolledMail(uid, raw, len(raw))
 
     def close(self) -> None:
         conn, self._conn = self._conn, None

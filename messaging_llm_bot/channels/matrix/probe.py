@@ -21,7 +21,7 @@ DOCTOR_DEVICE = "doctor"
 
 
 @dataclass
-class Probe:
+class MatrixProbe:
     """What the homeserver said: ``reached`` and ``logged_in`` with why not (``problem``)."""
 
     reached: bool = False
@@ -32,16 +32,16 @@ class Probe:
     encrypted: list[str] = field(default_factory=list)
 
 
-async def probe(config: MatrixSettings, timeout: float = 20.0) -> Probe:
+async def probe(config: MatrixSettings, timeout: float = 20.0) -> MatrixProbe:
     """Ask the homeserver (within ``timeout`` seconds)."""
     try:
         return await asyncio.wait_for(_probe(config), timeout)
     except TimeoutError:
-        return Probe(problem=f"{config.homeserver_url} did not answer within {timeout:.0f} s")
+        return MatrixProbe(problem=f"{config.homeserver_url} did not answer within {timeout:.0f} s")
 
 
-async def _probe(config: MatrixSettings) -> Probe:
-    result = Probe()
+async def _probe(config: MatrixSettings) -> MatrixProbe:
+    result = MatrixProbe()
     doctor = dataclasses.replace(config, device_name="doctor (assistant)")
     token = MatrixLogin.of(config).access_token
     client = MatrixClient(doctor, None if token else DOCTOR_DEVICE)

@@ -135,7 +135,7 @@ class UploadHandler(ChatHandler):
         self.send_json({"message": message}, 202)
 
 
-class FileHandler(ChatHandler):
+class ChatFileHandler(ChatHandler):
     """``GET /chat/file/<message id>``: the file a shown message carries (no other path can be asked for);
     a picture inline, anything else as a download."""
 
@@ -222,7 +222,7 @@ def chat_mount(runtime: object) -> Mount:
             (r"/chat/send", SendHandler, {**shared, "api": True}),
             (r"/chat/answer", AnswerHandler, {**shared, "api": True}),
             (r"/chat/upload", UploadHandler, {**shared, "api": True}),
-            (r"/chat/file/(\d{1,12})", FileHandler, shared),
+            (r"/chat/file/(\d{1,12})", ChatFileHandler, shared),
             (r"/chat/events", EventsHandler, {**shared, "api": True}),
         ]
 

@@ -277,7 +277,7 @@ class WebChatService:
             await self._answer_in_order(other)
 
     async def _produce(self, item: InboxItem) -> str:
-        from messaging_llm_bot.agent.incoming import Incoming  # on use, as the other channels' turns
+        from messaging_llm_bot.agent.incoming import AgentMessage  # on use, as the other channels' turns
         from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 
         text = str(item.payload.get("text", ""))
@@ -303,7 +303,7 @@ class WebChatService:
                 self.hub.publish({"type": "live", "text": self.live})
 
         loop = asyncio.get_running_loop()
-        incoming = Incoming(
+        incoming = AgentMessage(
             CONVERSATION,
             text,
             chat_id=CONVERSATION,
