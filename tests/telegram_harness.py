@@ -146,10 +146,25 @@ def pending_question(fake: FakeBotAPI) -> dict | None:
 
 
 def decline(fake: FakeBotAPI, question: dict) -> None:
-    """The owner presses Decline on ``question``."""
+    """The owner presses Decline on ``question``; returns once the bot took the press (see ``press``)."""
+    press(fake, question, "no")
+
+
+def press(fake: FakeBotAPI, question: dict, choice: str) -> None:
+    """The owner presses the button of ``question`` whose data ends in ``:choice`` (yes, no, chat), then waits
+    until the bot took the press: the question's message no longer asks (it says what was chosen, or that
+    it expired). The reply of the turn may arrive before that edit, so a test that looks for the next
+    question right after the reply could take this one, still unedited, for it."""
     markup = question["reply_markup"]
     buttons = [b["callback_data"] for row in markup["inline_keyboard"] for b in row]
-    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":no")), question["message_id"])
+    chat = question["chat"]["id"]
+    fake.callback_query(chat, next(b for b in buttons if b.endswith(f":{choice}")), question["message_id"])
+
+    def answered() -> bool:
+        now = next((m for m in fake.messages(chat) if m["message_id"] == question["message_id"]), None)
+        return now is None or not now.get("text", "").startswith("Confirm this action?")
+
+    fake.wait_for(answered, timeout=20)
 
 
 # -- fixtures (every test module has them: pytest_plugins in conftest.py) -----------------------

@@ -110,3 +110,41 @@ def test_the_registry_routes_every_stored_chat_id_form() -> None:
         "none",
         "none",
     ]
+
+
+def test_stopping_the_queue_starts_no_job_while_the_running_ones_finish():
+    """``AsyncJobQueue.stop`` gives a running callback (a reminder being sent) time to end; the reminders'
+    poll repeating meanwhile would start new work during shutdown (seen failing at process exit: "job
+    reminders:poll failed", "cannot schedule new futures after shutdown"). The running one finishes, no
+    job starts after ``stop`` began."""
+    import asyncio
+
+    from messaging_llm_bot.conversation.jobs import AsyncJobQueue
+
+    async def scenario() -> tuple[int, int, bool]:
+        queue = AsyncJobQueue()
+        sending, release, finished = asyncio.Event(), asyncio.Event(), []
+        polls: list[int] = []
+
+        async def send(context: object) -> None:
+            sending.set()
+            await release.wait()
+            finished.append(1)
+
+        async def poll(context: object) -> None:
+            polls.append(1)
+            if len(polls) >= 3:  # the poll repeats on its own: only then is the send let go
+                release.set()
+
+        queue.run_once(send, 0, name="reminder:r1")
+        await sending.wait()
+        queue.run_repeating(poll, interval=0.01, first=0.01, name="reminders:poll")
+        stopping = asyncio.create_task(queue.stop(finish_seconds=30))
+        await asyncio.sleep(0)  # stop has begun: from here no job may start
+        before = len(polls)
+        asyncio.get_running_loop().call_later(0.5, release.set)  # fixed code: nothing else lets it go
+        await stopping
+        return before, len(polls), bool(finished)
+
+    before, after, finished = asyncio.run(scenario())
+    assert finished and after == before

@@ -14,7 +14,7 @@ import json
 
 from tests.fakes.feed_server import StaticHTTPServer
 from tests.signal_harness import OWNER as SIGNAL_OWNER
-from tests.telegram_harness import OWNER, decline, pending_question, texts
+from tests.telegram_harness import OWNER, decline, pending_question, press, texts
 
 PAGE = b"<html><body><p>Opening hours: 9 to 5.</p></body></html>"
 FEED = b"""<?xml version="1.0"?>
@@ -38,13 +38,6 @@ def _questions(fake) -> list[str]:
     return [
         c["params"]["text"] for c in fake.calls("sendMessage") if str(c["params"].get("text", "")).startswith("Confirm")
     ]
-
-
-def _press(fake, question: dict, choice: str) -> None:
-    buttons = [b["callback_data"] for row in question["reply_markup"]["inline_keyboard"] for b in row]
-    fake.callback_query(
-        question["chat"]["id"], next(b for b in buttons if b.endswith(f":{choice}")), question["message_id"]
-    )
 
 
 def _page_requests(site: StaticHTTPServer) -> int:
@@ -74,7 +67,7 @@ def test_recalled_content_is_named_truthfully_and_the_owner_can_allow_web_for_th
         why = question["text"]
         assert "memory recalled for this message holds outside content (collector:rss" in why
         assert "in this turn only" in why and "/reset clears it" not in why
-        _press(fake, question, "chat")
+        press(fake, question, "chat")
         fake.wait_for(lambda: any("Fetched once." in t for t in texts(fake)), timeout=20)
         assert any("Allowed for this conversation" in t for t in texts(fake))
 
@@ -126,7 +119,7 @@ def test_history_content_is_named_a_plain_confirm_allows_one_call_and_reset_clea
             assert "outside content from earlier in this chat is still in view: " in question["text"]
             assert "the result of web" in question["text"] and "/reset clears it" in question["text"]
             assert "Allow for this conversation" in json.dumps(question["reply_markup"])
-            _press(fake, question, "yes")
+            press(fake, question, "yes")
             fake.wait_for(lambda n=n: any(f"Again {n}." in t for t in texts(fake)), timeout=20)
         assert len(_questions(fake)) == 2 and _page_requests(site) == 3
 

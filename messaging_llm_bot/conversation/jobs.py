@@ -171,12 +171,15 @@ class AsyncJobQueue:
 
     async def stop(self, finish_seconds: float = 0.0) -> None:
         """Cancel every job; callbacks running get ``finish_seconds`` to end (a reminder sent a moment ago is
-        then marked delivered, not shown again at the next start), the rest are cancelled and waited for."""
-        if self._tasks and finish_seconds > 0:
-            await asyncio.wait(set(self._tasks), timeout=finish_seconds)
+        then marked delivered, not shown again at the next start), the rest are cancelled and waited for.
+
+        No job starts once this is called: a repeating one (the reminders' poll) firing while the running
+        ones finish would reach for a thread pool that may be going away with the process."""
         for job in self._jobs:
             job.schedule_removal()
         self._jobs.clear()
+        if self._tasks and finish_seconds > 0:
+            await asyncio.wait(set(self._tasks), timeout=finish_seconds)
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
