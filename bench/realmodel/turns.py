@@ -39,9 +39,9 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
             workspace = Workspace(tmp)
             llm = LLMClient.from_section(config["llm"])
             memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
-            settings = Settings.from_config(config)
-            skills = SkillManager.from_config(config, workspace, settings=settings)
-            agent = Agent(settings, workspace, skills, llm, memory=memory)
+            records = Settings.from_config(config)
+            skills = SkillManager.from_config(config, workspace, settings=records)
+            agent = Agent(records, workspace, skills, llm, memory=memory)
             log.new_text()
             rows = []
             background = []
