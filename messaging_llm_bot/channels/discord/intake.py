@@ -16,7 +16,7 @@ from assistant_framework.config.settings import DiscordSettings
 from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of
-from messaging_llm_bot.channels.discord.turn import TurnRunner, joinable
+from messaging_llm_bot.channels.discord.turn import DiscordTurns, joinable
 from messaging_llm_bot.conversation.intake import Arrival
 from messaging_llm_bot.conversation.service import ChannelHost
 from messaging_llm_bot.conversation.strangers import Strangers
@@ -28,18 +28,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class IntakeHost(ChannelHost, Protocol):
+class DiscordIntakeHost(ChannelHost, Protocol):
     """What the intake uses of the running service (service.py)."""
 
     channel: DiscordChannel
-    turns: TurnRunner
+    turns: DiscordTurns
 
     @property
     def config(self) -> DiscordSettings: ...
 
 
-class Intake:
-    def __init__(self, host: IntakeHost) -> None:
+class DiscordIntake:
+    def __init__(self, host: DiscordIntakeHost) -> None:
         self.host = host
         # A pairing code at most once an hour; with pairing off, their user id once, ever (loaded at the start).
         self.strangers = Strangers.told_once(host.runtime, "discord")

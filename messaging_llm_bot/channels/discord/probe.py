@@ -14,7 +14,7 @@ MESSAGE_CONTENT_FLAGS = (1 << 18) | (1 << 19)
 
 
 @dataclass(frozen=True)
-class Reached:
+class DiscordReached:
     """The bot the token is, whether its application has the message content intent, or why not (``problem``)."""
 
     bot: str = ""
@@ -22,18 +22,18 @@ class Reached:
     problem: str = ""
 
 
-def probe_token(base_url: str, token: str) -> Reached:
+def probe_token(base_url: str, token: str) -> DiscordReached:
     headers = {"Authorization": f"Bot {token}", "User-Agent": "DiscordBot (assistant-framework, 1)"}
     try:
         with httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=TIMEOUT_SECONDS) as client:
             me = client.get("/users/@me")
             if me.status_code == 401:
-                return Reached(problem="Discord refused the token (401 Unauthorized)")
+                return DiscordReached(problem="Discord refused the token (401 Unauthorized)")
             if me.status_code != 200:
-                return Reached(problem=f"Discord answered {me.status_code} to the token's check")
+                return DiscordReached(problem=f"Discord answered {me.status_code} to the token's check")
             app = client.get("/oauth2/applications/@me")
     except httpx.HTTPError as err:
-        return Reached(problem=f"Discord cannot be reached: {type(err).__name__}")
+        return DiscordReached(problem=f"Discord cannot be reached: {type(err).__name__}")
     name = str(me.json().get("username") or "?")
     flags = app.json().get("flags", 0) if app.status_code == 200 else 0
-    return Reached(bot=name, message_content=bool(int(flags or 0) & MESSAGE_CONTENT_FLAGS))
+    return DiscordReached(bot=name, message_content=bool(int(flags or 0) & MESSAGE_CONTENT_FLAGS))

@@ -22,9 +22,9 @@ from messaging_llm_bot.channels.contract import DeliveryError, TextOut
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable, call
 from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.gateway import INTENTS_HELP, log_in, make_client
-from messaging_llm_bot.channels.discord.intake import Intake
+from messaging_llm_bot.channels.discord.intake import DiscordIntake
 from messaging_llm_bot.channels.discord.settings import PREFIX, DiscordToken, api_url, conversation_of
-from messaging_llm_bot.channels.discord.turn import TurnRunner, address_of
+from messaging_llm_bot.channels.discord.turn import DiscordTurns, address_of
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
@@ -57,7 +57,7 @@ class DiscordService(ChannelService):
         self.client: discord.Client | None = None
         self.inbox: Inbox
         self.channel: DiscordChannel
-        self.turns: TurnRunner
+        self.turns: DiscordTurns
 
     @property
     def config(self) -> DiscordSettings:
@@ -81,8 +81,8 @@ class DiscordService(ChannelService):
         self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
         self.client = make_client(api_url(config), lambda message: intake.take(message))  # intake: made below
         self.channel = DiscordChannel(self.client, api_url(config), lambda: self.config.owner_id)
-        self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
-        intake = Intake(self)
+        self.turns = self.shutdown.turns = DiscordTurns(self.runtime, self.inbox, self.channel, lambda: self.config)
+        intake = DiscordIntake(self)
         await intake.strangers.load()
         self._gateway = await self._connect(self.client)
         await self._owner_dm(self.client)

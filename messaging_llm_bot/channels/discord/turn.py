@@ -34,7 +34,7 @@ def address_of(conversation_id: str) -> Address:
     return Address(channel_of(conversation_id))
 
 
-class TurnRunner(ChatTurns):
+class DiscordTurns(ChatTurns):
     """Runs turns for the Discord channel (conversation/chat_turns.py); one per running channel."""
 
     platform: DiscordChannel

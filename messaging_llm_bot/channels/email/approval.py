@@ -28,7 +28,7 @@ HOW_TO_ANSWER_OR_ALLOW = (
 )
 
 
-class Approvals:
+class EmailApprovals:
     """Open questions, one per conversation (mail thread)."""
 
     def __init__(self, outbox: Outbox, timeout_seconds: float = TIMEOUT_SECONDS) -> None:

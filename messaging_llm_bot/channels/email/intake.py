@@ -21,7 +21,7 @@ from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.email import EmailSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.email.approval import Approvals
+from messaging_llm_bot.channels.email.approval import EmailApprovals
 from messaging_llm_bot.channels.email.authres import verdict
 from messaging_llm_bot.channels.email.mailitem import MailItem, conversation_of
 from messaging_llm_bot.channels.email.message import MailIn, parse
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 MAX_STRANGERS_LOGGED = 1000
 
 
-class Intake:
+class EmailIntake:
     """Turns fetched mail into stored inbox items; ``take`` returns the item to answer, or None."""
 
     def __init__(
@@ -43,7 +43,7 @@ class Intake:
         workspace: Workspace,
         inbox: Inbox,
         settings: Callable[[], Settings],
-        approvals: Approvals,
+        approvals: EmailApprovals,
         pairing: Callable[[MailIn], Awaitable[None]] | None = None,
     ) -> None:
         self.ws, self.inbox, self._settings, self.approvals = workspace, inbox, settings, approvals

@@ -17,14 +17,14 @@ from typing import Any, TypeVar
 from assistant_framework.config.settings.email import EmailSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.email.approval import Approvals
+from messaging_llm_bot.channels.email.approval import EmailApprovals
 from messaging_llm_bot.channels.email.cursor import Cursor
-from messaging_llm_bot.channels.email.intake import Intake
+from messaging_llm_bot.channels.email.intake import EmailIntake
 from messaging_llm_bot.channels.email.mailitem import PREFIX, MailItem, address_of
 from messaging_llm_bot.channels.email.message import MailIn, Thread
 from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
-from messaging_llm_bot.channels.email.turn import TurnRunner
+from messaging_llm_bot.channels.email.turn import EmailTurns
 from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.notices import notify_from_thread
@@ -66,7 +66,7 @@ class EmailService(ChannelService):
     ) -> None:
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.reminder_poll_seconds = reminder_poll_seconds
-        self._turns: TurnRunner | None = None
+        self._turns: EmailTurns | None = None
         self._mailbox: Mailbox | None = None
         self._looking: asyncio.Task[None] | None = None
         self._down: str | None = None  # the server's failure, logged once per outage
@@ -86,11 +86,11 @@ class EmailService(ChannelService):
         settings = self.settings
         inbox = await asyncio.to_thread(Inbox, workspace)
         outbox = Outbox(lambda: self.settings)
-        approvals = Approvals(outbox)
-        self._turns = self.shutdown.turns = turns = TurnRunner(
+        approvals = EmailApprovals(outbox)
+        self._turns = self.shutdown.turns = turns = EmailTurns(
             self.runtime, inbox, outbox, lambda: self.settings, approvals
         )
-        intake = Intake(workspace, inbox, lambda: self.runtime.settings, approvals, self._pairing(outbox))
+        intake = EmailIntake(workspace, inbox, lambda: self.runtime.settings, approvals, self._pairing(outbox))
         self._mailbox = mailbox = Mailbox(settings.imap, settings.folder, settings.max_mail_bytes)
         cursor = await asyncio.to_thread(Cursor, workspace, settings.folder)
         if not settings.allowed:
@@ -136,7 +136,9 @@ class EmailService(ChannelService):
 
     # -- the folder ---------------------------------------------------------------
 
-    async def _look_until_stopped(self, mailbox: Mailbox, cursor: Cursor, intake: Intake, turns: TurnRunner) -> None:
+    async def _look_until_stopped(
+        self, mailbox: Mailbox, cursor: Cursor, intake: EmailIntake, turns: EmailTurns
+    ) -> None:
         while not self.stopping:
             try:
                 await self._look(mailbox, cursor, intake, turns)
@@ -148,7 +150,7 @@ class EmailService(ChannelService):
                 log.warning("email: cannot store mail now (%s); trying again at the next look", err)
             await self.sleep(self.settings.poll_seconds)
 
-    async def _look(self, mailbox: Mailbox, cursor: Cursor, intake: Intake, turns: TurnRunner) -> None:
+    async def _look(self, mailbox: Mailbox, cursor: Cursor, intake: EmailIntake, turns: EmailTurns) -> None:
         position = cursor.position
         batch = await asyncio.to_thread(
             mailbox.poll,
@@ -183,7 +185,7 @@ class EmailService(ChannelService):
                 self._queue(item, turns)
         await asyncio.to_thread(cursor.advance, batch.uidvalidity, max(batch.highest, _last(cursor)))
 
-    def _queue(self, item: InboxItem, turns: TurnRunner) -> None:
+    def _queue(self, item: InboxItem, turns: EmailTurns) -> None:
         mail = MailItem.from_json(item.payload)
         sender = mail.sender if mail is not None else item.conversation_id
         self.tasks.spawn(sender, turns.answer(item), owner=sender == self.settings.owner_address, exempt=True)
@@ -208,7 +210,7 @@ class EmailService(ChannelService):
 
         return answer
 
-    def _replay(self, inbox: Inbox, turns: TurnRunner) -> None:
+    def _replay(self, inbox: Inbox, turns: EmailTurns) -> None:
         """Answer what the last run left in the inbox, oldest first: job runs, then mail."""
         jobs, mails = left_by_last_run(inbox, PREFIX, "email")
         for item in jobs:
@@ -222,7 +224,7 @@ class EmailService(ChannelService):
         owner = self.settings.owner_address
         return None if owner is None else PREFIX + owner
 
-    def _start_job(self, turns: TurnRunner) -> Callable[[InboxItem], None]:
+    def _start_job(self, turns: EmailTurns) -> Callable[[InboxItem], None]:
         """A job run's item answered in the owner's queue, once at a time (conversation/chattasks.py)."""
 
         def start(item: InboxItem) -> None:
@@ -230,7 +232,7 @@ class EmailService(ChannelService):
 
         return start
 
-    def _reminder(self, turns: TurnRunner) -> Callable[[object, str, object], Coroutine[Any, Any, bool]]:
+    def _reminder(self, turns: EmailTurns) -> Callable[[object, str, object], Coroutine[Any, Any, bool]]:
         """A due reminder mailed to the address of the chat it was set in (a new mail, subject "Reminder")."""
 
         async def send(chat_id: object, text: str, conversation: object) -> bool:
@@ -239,7 +241,7 @@ class EmailService(ChannelService):
 
         return send
 
-    def _to_owner(self, turns: TurnRunner) -> Callable[[str], Any]:
+    def _to_owner(self, turns: EmailTurns) -> Callable[[str], Any]:
         async def send(text: str) -> bool:
             owner = self.settings.owner_address
             if owner is None:

@@ -21,7 +21,7 @@ from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.contract import DeliveryError, OutgoingFile
-from messaging_llm_bot.channels.email.approval import Approvals
+from messaging_llm_bot.channels.email.approval import EmailApprovals
 from messaging_llm_bot.channels.email.format import CAPABILITIES
 from messaging_llm_bot.channels.email.mailitem import MailItem, address_of
 from messaging_llm_bot.channels.email.message import NEW_THREAD, Thread
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 JOB_SUBJECT = "From your assistant: {job}"
 
 
-class TurnRunner(ItemTurns):
+class EmailTurns(ItemTurns):
     """Runs the email channel's turns; one per service (the shared steps: conversation/turn.py, item_turns.py)."""
 
     WORKSPACE_FAILED = "I could not handle your mail: my workspace cannot be written ({reason})."
@@ -57,7 +57,7 @@ class TurnRunner(ItemTurns):
         inbox: Inbox,
         outbox: Outbox,
         settings: Callable[[], EmailSettings],
-        approvals: Approvals,
+        approvals: EmailApprovals,
     ) -> None:
         super().__init__(runtime, inbox, "email")
         self.outbox, self.approvals = outbox, approvals

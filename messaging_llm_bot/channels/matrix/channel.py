@@ -24,7 +24,7 @@ from messaging_llm_bot.channels.contract import (
     Sent,
     TextOut,
 )
-from messaging_llm_bot.channels.matrix.client import Download, MatrixClient, MatrixUnavailable
+from messaging_llm_bot.channels.matrix.client import MatrixClient, MatrixDownload, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.format import (
     CAPABILITIES,
     MatrixPart,
@@ -142,7 +142,7 @@ class MatrixChannel:
         event_id = await self.client.send(to.chat_id, in_thread(content, to), txn_id(key, f"file:{file.path.name}"))
         return Sent((event_id,))
 
-    async def download(self, media: Media, limit_bytes: int) -> Download | str:
+    async def download(self, media: Media, limit_bytes: int) -> MatrixDownload | str:
         """The attachment's bytes, or a sentence for the user (too large, gone); the size the sender claims is
         checked first, the bytes read are bounded whatever it claimed."""
         if media.size is not None and media.size > limit_bytes:

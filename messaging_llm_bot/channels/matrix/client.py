@@ -82,7 +82,7 @@ class LoginFailed(Exception):
 
 
 @dataclass(frozen=True)
-class Download:
+class MatrixDownload:
     """A file from the media repository: its bytes and the type the server gave."""
 
     data: bytes
@@ -241,7 +241,7 @@ class MatrixClient:
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as err:
             raise MatrixUnavailable(f"upload: {type(err).__name__}: {err}") from err
 
-    async def download(self, mxc: str, limit_bytes: int) -> Download | str:
+    async def download(self, mxc: str, limit_bytes: int) -> MatrixDownload | str:
         """The file behind ``mxc`` (authenticated media, spec v1.11), read up to ``limit_bytes``; a sentence
         for the user instead when it is larger, gone or cannot be fetched."""
         server, _, media_id = mxc.removeprefix("mxc://").partition("/")
@@ -263,7 +263,7 @@ class MatrixClient:
                     if size > limit_bytes:
                         return f"That file is larger than {limit_bytes // 1_000_000} MB; I take at most that."
                     chunks.append(chunk)
-                return Download(b"".join(chunks), answer.headers.get("Content-Type", "application/octet-stream"))
+                return MatrixDownload(b"".join(chunks), answer.headers.get("Content-Type", "application/octet-stream"))
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
             return f"Getting the file from the homeserver failed: {type(err).__name__}."
 

@@ -30,7 +30,7 @@ from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixUnavaila
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, is_command, parse_message
 from messaging_llm_bot.channels.matrix.settings import PREFIX
 from messaging_llm_bot.channels.matrix.state import StateFile
-from messaging_llm_bot.channels.matrix.turn import TurnRunner, joinable
+from messaging_llm_bot.channels.matrix.turn import MatrixTurns, joinable
 from messaging_llm_bot.conversation.intake import Arrival
 from messaging_llm_bot.conversation.outage import Backoff, Outage
 from messaging_llm_bot.conversation.pairing import WELCOME_TEXT, Pairing
@@ -63,7 +63,7 @@ class SyncHost(ChannelHost, Protocol):
     """What the reader uses of the running service (service.py)."""
 
     channel: MatrixChannel
-    turns: TurnRunner
+    turns: MatrixTurns
     state: StateFile
     backoff_max: float
 

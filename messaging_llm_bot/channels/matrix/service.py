@@ -23,7 +23,7 @@ from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixClient, 
 from messaging_llm_bot.channels.matrix.events import SyncReader
 from messaging_llm_bot.channels.matrix.settings import MatrixLogin, address_of, conversation_of
 from messaging_llm_bot.channels.matrix.state import StateFile
-from messaging_llm_bot.channels.matrix.turn import TurnRunner
+from messaging_llm_bot.channels.matrix.turn import MatrixTurns
 from messaging_llm_bot.conversation.outage import Backoff
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
@@ -57,7 +57,7 @@ class MatrixService(ChannelService):
         self.state: StateFile
         self.inbox: Inbox
         self.channel: MatrixChannel
-        self.turns: TurnRunner
+        self.turns: MatrixTurns
         self.reader: SyncReader
         self.notices = self.owner_notices(self._send_to, self._owner_conversation)
 
@@ -96,7 +96,7 @@ class MatrixService(ChannelService):
         self.inbox = await asyncio.to_thread(Inbox, workspace)
         client = MatrixClient(self.config, self.state.state.device_id)
         self.channel = MatrixChannel(client)
-        self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
+        self.turns = self.shutdown.turns = MatrixTurns(self.runtime, self.inbox, self.channel, lambda: self.config)
         self.reader = reader = SyncReader(self)
         if not await self._login():
             return

@@ -36,7 +36,7 @@ MAX_FILE_IN_BYTES = 50 * 1024 * 1024  # Synapse's default max_upload_size
 UNSUPPORTED = "I cannot take {kind} messages here yet: send text, a picture, a file or a voice message."
 
 
-class TurnRunner(ChatTurns):
+class MatrixTurns(ChatTurns):
     """Runs turns for the Matrix channel (conversation/chat_turns.py); one per running channel."""
 
     platform: MatrixChannel

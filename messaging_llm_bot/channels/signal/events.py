@@ -28,7 +28,7 @@ from messaging_llm_bot.channels.signal.settings import (
     parse_event,
     refusal_text,
 )
-from messaging_llm_bot.channels.signal.turn import TurnRunner, joinable
+from messaging_llm_bot.channels.signal.turn import SignalTurns, joinable
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.intake import Arrival
 from messaging_llm_bot.conversation.outage import Backoff, Outage
@@ -55,7 +55,7 @@ class EventHost(ChannelHost, Protocol):
     def client(self) -> SignalClient: ...
 
     @property
-    def turns(self) -> TurnRunner: ...
+    def turns(self) -> SignalTurns: ...
 
     async def learn_account_uuid(self) -> None: ...
 

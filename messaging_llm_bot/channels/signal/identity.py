@@ -33,7 +33,7 @@ IDENTITIES = "state/signal/identities.json"
 
 
 @dataclass(frozen=True)
-class Sender:
+class SenderVerdict:
     """The verdict on one message's sender: the ids the bot trusts, and what they may do."""
 
     ids: frozenset[str]
@@ -77,7 +77,7 @@ class Identities:
         with self._lock:
             return self._pins.get(number)
 
-    def judge(self, msg: SignalMessage, settings: SignalSettings) -> Sender:
+    def judge(self, msg: SignalMessage, settings: SignalSettings) -> SenderVerdict:
         """The sender of ``msg``. A number counts only with the account pinned to it (or when neither the
         number nor the account is pinned to another); a message whose number and account disagree with
         the record is refused whatever the allowlist says (its chat would be the number's)."""
@@ -97,10 +97,10 @@ class Identities:
                     ids.add(number)
         if mismatch is not None:
             self._warn(number or "?", uuid, mismatch)
-            return Sender(ids=frozenset(), allowed=False, owner=False, mismatch=mismatch)
-        return Sender(ids=frozenset(ids), allowed=allows_any(settings, ids), owner=owner_in(settings, ids))
+            return SenderVerdict(ids=frozenset(), allowed=False, owner=False, mismatch=mismatch)
+        return SenderVerdict(ids=frozenset(ids), allowed=allows_any(settings, ids), owner=owner_in(settings, ids))
 
-    def pin(self, msg: SignalMessage, sender: Sender) -> None:
+    def pin(self, msg: SignalMessage, sender: SenderVerdict) -> None:
         """Record the account of an allowed number's first message that carries one (blocking: writes a file)."""
         number, uuid = msg.number, msg.uuid
         if not (number and uuid and sender.allowed and number in sender.ids):

@@ -27,7 +27,7 @@ from messaging_llm_bot.channels.signal.settings import (
     normalize_id,
     owner_of,
 )
-from messaging_llm_bot.channels.signal.turn import TurnRunner
+from messaging_llm_bot.channels.signal.turn import SignalTurns
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.notices import ChannelNotices
 from messaging_llm_bot.conversation.outage import Outage
@@ -66,7 +66,7 @@ class SignalService(ChannelService):
         # The parts made when the service starts (``serve``); the event handlers run only after that.
         self._client: SignalClient | None = None
         self._inbox: Inbox | None = None
-        self._turns: TurnRunner | None = None
+        self._turns: SignalTurns | None = None
         self._notices: ChannelNotices | None = None
         self._consumer: asyncio.Task[None] | None = None
         self.account_uuid: str | None = None  # the account's own UUID: a mention or quote by UUID only is the bot
@@ -84,7 +84,7 @@ class SignalService(ChannelService):
         return _started(self._inbox)
 
     @property
-    def turns(self) -> TurnRunner:
+    def turns(self) -> SignalTurns:
         return _started(self._turns)
 
     @property
@@ -115,7 +115,7 @@ class SignalService(ChannelService):
         self._inbox = inbox = await asyncio.to_thread(Inbox, workspace)
         self.identities = await asyncio.to_thread(Identities, workspace)
         self.approvals = approvals(client)
-        self._turns = self.shutdown.turns = TurnRunner(
+        self._turns = self.shutdown.turns = SignalTurns(
             self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
         await self.learn_account_uuid()

@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
 log = logging.getLogger(__name__)
 
 
-class TurnRunner(ChatTurns):
+class SignalTurns(ChatTurns):
     """Runs turns for the Signal frontend (conversation/chat_turns.py); one instance per service."""
 
     platform: SignalOut

@@ -16,7 +16,7 @@ from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.slack.buttons import press_of
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_event
-from messaging_llm_bot.channels.slack.turn import TurnRunner, joinable
+from messaging_llm_bot.channels.slack.turn import SlackTurns, joinable
 from messaging_llm_bot.conversation.intake import Arrival
 from messaging_llm_bot.conversation.service import ChannelHost
 from messaging_llm_bot.conversation.strangers import Strangers
@@ -25,19 +25,19 @@ from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 log = logging.getLogger(__name__)
 
 
-class IntakeHost(ChannelHost, Protocol):
+class SlackIntakeHost(ChannelHost, Protocol):
     """What the intake uses of the running service (service.py)."""
 
     channel: SlackChannel
-    turns: TurnRunner
+    turns: SlackTurns
     bot_user: str
 
     @property
     def config(self) -> SlackSettings: ...
 
 
-class Intake:
-    def __init__(self, host: IntakeHost) -> None:
+class SlackIntake:
+    def __init__(self, host: SlackIntakeHost) -> None:
         self.host = host
         # A pairing code at most once an hour; with pairing off, their user id once, ever (loaded at the start).
         self.strangers = Strangers.told_once(host.runtime, "slack")

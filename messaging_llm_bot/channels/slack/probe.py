@@ -15,7 +15,7 @@ TIMEOUT_SECONDS = 10
 
 
 @dataclass(frozen=True)
-class Reached:
+class SlackReached:
     """The bot user and team the token reaches, or why not (``problem``, Slack's ``error`` code)."""
 
     bot: str = ""
@@ -24,7 +24,7 @@ class Reached:
     code: str = ""
 
 
-def probe_token(base_url: str, token: str) -> Reached:
+def probe_token(base_url: str, token: str) -> SlackReached:
     from slack_sdk import WebClient
     from slack_sdk.errors import SlackApiError, SlackClientError
 
@@ -33,10 +33,10 @@ def probe_token(base_url: str, token: str) -> Reached:
         answer = client.auth_test()
     except SlackApiError as err:
         code = str(err.response.get("error") or err.response.status_code)
-        return Reached(problem=f"Slack refused the token: {code}", code=code)
+        return SlackReached(problem=f"Slack refused the token: {code}", code=code)
     except (OSError, SlackClientError) as err:
-        return Reached(problem=f"the Slack Web API cannot be reached: {type(err).__name__}")
-    return Reached(bot=str(answer.get("user") or "?"), team=str(answer.get("team") or "?"))
+        return SlackReached(problem=f"the Slack Web API cannot be reached: {type(err).__name__}")
+    return SlackReached(bot=str(answer.get("user") or "?"), team=str(answer.get("team") or "?"))
 
 
 def probe_app_token(base_url: str, app_token: str) -> str:

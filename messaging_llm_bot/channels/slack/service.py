@@ -22,11 +22,11 @@ from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.slack.api import SlackClient, SlackUnavailable
 from messaging_llm_bot.channels.slack.channel import SlackChannel
-from messaging_llm_bot.channels.slack.intake import Intake
+from messaging_llm_bot.channels.slack.intake import SlackIntake
 from messaging_llm_bot.channels.slack.settings import PREFIX, SlackSecrets, api_url, conversation_of
 from messaging_llm_bot.channels.slack.socketmode import AppTokenRefused, SocketMode
-from messaging_llm_bot.channels.slack.turn import TurnRunner, address_of
-from messaging_llm_bot.channels.slack.webhook import Webhook
+from messaging_llm_bot.channels.slack.turn import SlackTurns, address_of
+from messaging_llm_bot.channels.slack.webhook import SlackWebhook
 from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
@@ -53,14 +53,14 @@ class SlackService(ChannelService):
         self, runtime: Runtime, *, stop_signals: Sequence[int] | None = None, manage_runtime: bool = True
     ) -> None:
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
-        self.webhook: Webhook | None = None
+        self.webhook: SlackWebhook | None = None
         self.socket: SocketMode | None = None  # slack.socket_mode: the events over a websocket instead
         self.bot_user = ""  # the bot's own user id (auth.test): its own messages are passed over
         self.owner_dm = ""  # the owner's DM channel (conversations.open): jobs, reminders and notices go there
         self._secrets = PerRecord(SlackSecrets.of)
         self.inbox: Inbox
         self.channel: SlackChannel
-        self.turns: TurnRunner
+        self.turns: SlackTurns
 
     @property
     def config(self) -> SlackSettings:
@@ -115,9 +115,9 @@ class SlackService(ChannelService):
         self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
         client = SlackClient(api_url(config), self.secrets.bot_token)
         self.channel = SlackChannel(client)
-        self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
+        self.turns = self.shutdown.turns = SlackTurns(self.runtime, self.inbox, self.channel, lambda: self.config)
         await self._who(client)
-        intake = Intake(self)
+        intake = SlackIntake(self)
         await intake.strangers.load()
         await self._take_events(intake)
         self.warn_if_no_one_allowed(config.allowed, "slack.allowed", "Add your user id", '["U0123ABCD"]')
@@ -134,7 +134,7 @@ class SlackService(ChannelService):
         )
         self.runtime.start_background(notify=self.notify_from_thread)
 
-    async def _take_events(self, intake: Intake) -> None:
+    async def _take_events(self, intake: SlackIntake) -> None:
         """Events in: Socket Mode connected, or the Events API's request URL listening."""
         config = self.config
         if config.socket_mode:
@@ -142,7 +142,7 @@ class SlackService(ChannelService):
             await self.socket.start()
             log.info("slack: taking events over Socket Mode for %s", list(config.allowed))
             return
-        self.webhook = Webhook(lambda: self.config, lambda: self.secrets.signing_secret, intake.take, intake.act)
+        self.webhook = SlackWebhook(lambda: self.config, lambda: self.secrets.signing_secret, intake.take, intake.act)
         self.webhook.start()
         log.info("slack: serving the Events API on %s for %s", self.webhook.url, list(config.allowed))
 

@@ -47,7 +47,7 @@ def address_of(conversation_id: str) -> Address:
     return Address(channel, thread)
 
 
-class TurnRunner(ChatTurns):
+class SlackTurns(ChatTurns):
     """Runs turns for the Slack channel (conversation/chat_turns.py); one per running channel."""
 
     platform: SlackChannel

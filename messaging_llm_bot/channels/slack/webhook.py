@@ -57,8 +57,8 @@ def signed(secret: str, body: bytes, timestamp: str, signature: str | None) -> b
         return False
 
 
-class EventsHandler(PlainHandler):
-    def initialize(self, webhook: Webhook) -> None:
+class SlackEventsHandler(PlainHandler):
+    def initialize(self, webhook: SlackWebhook) -> None:
         self.webhook = webhook
 
     def _refuse(self, why: str) -> None:
@@ -109,7 +109,7 @@ class EventsHandler(PlainHandler):
         self._answer(200, "")
 
 
-class Webhook(WebhookListener):
+class SlackWebhook(WebhookListener):
     """The listener (channels/listener.py) with the channel's config and its parts (``Take``: an event, ``act``:
     an interactive payload)."""
 
@@ -121,6 +121,8 @@ class Webhook(WebhookListener):
         self.take = take
         self.act = act  # an interactive payload: a button pressed
         first = config().webhook
-        super().__init__(first.listen, first.port, first.path, EventsHandler, {"webhook": self}, first.max_body_bytes)
+        super().__init__(
+            first.listen, first.port, first.path, SlackEventsHandler, {"webhook": self}, first.max_body_bytes
+        )
         self.per_minute = PerMinute(first.per_minute)
         self.bad = PerMinute(BAD_PER_MINUTE)

@@ -39,7 +39,7 @@ CALLBACK_PATTERN = r"^approve:[0-9a-f]+:(yes|no|chat)$"
 CONVERSATION_NOTE = f"Allow for this conversation: {ALLOWANCE}."
 
 
-class Approvals:
+class TelegramApprovals:
     """Open questions, keyed by a random token carried in the button data."""
 
     def __init__(self, timeout_seconds: float = TIMEOUT_SECONDS) -> None:

@@ -14,7 +14,7 @@ from assistant_framework.access import OWNER_ONLY_COMMANDS
 from messaging_llm_bot.channels.telegram.access import Access, Handler
 from messaging_llm_bot.channels.telegram.send import answer_update
 from messaging_llm_bot.channels.telegram.settings import for_other_bot, message_conversation, message_of
-from messaging_llm_bot.channels.telegram.turn import TurnRunner
+from messaging_llm_bot.channels.telegram.turn import TelegramTurns
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.runtime import Runtime
 
@@ -30,7 +30,7 @@ SHARED = ["start", *(name for name, _ in texts.COMMANDS if name not in ("stop", 
 class Commands:
     """The command handlers of one Telegram frontend."""
 
-    def __init__(self, runtime: Runtime, access: Access, turns: TurnRunner) -> None:
+    def __init__(self, runtime: Runtime, access: Access, turns: TelegramTurns) -> None:
         self.runtime = runtime
         self.access = access
         self.turns = turns

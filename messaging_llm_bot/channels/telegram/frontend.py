@@ -13,10 +13,10 @@ from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
-from messaging_llm_bot.channels.telegram.approval import Approvals
+from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.commands import COMMAND, ONLY_NEW, Commands
-from messaging_llm_bot.channels.telegram.intake import Intake
-from messaging_llm_bot.channels.telegram.turn import TurnRunner
+from messaging_llm_bot.channels.telegram.intake import TelegramIntake
+from messaging_llm_bot.channels.telegram.turn import TelegramTurns
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.pairing import Pairing
@@ -28,11 +28,11 @@ class Frontend:
 
     def __init__(self, runtime: Runtime, inbox: Inbox, queues: ChatQueues, tasks: ChatTasks) -> None:
         self.runtime = runtime
-        self.approvals = Approvals()
-        self.turns = TurnRunner(runtime, inbox, lambda: self.settings, self.approvals)
+        self.approvals = TelegramApprovals()
+        self.turns = TelegramTurns(runtime, inbox, lambda: self.settings, self.approvals)
         self.queues = queues  # the service's: per chat, in order, bounded, the owner first (conversation/chatqueue.py)
         self.access = Access(lambda: self.settings, set(), Pairing(runtime))
-        self.intake = Intake(runtime, inbox, self.access, self.turns, queues, tasks)
+        self.intake = TelegramIntake(runtime, inbox, self.access, self.turns, queues, tasks)
         self.commands = Commands(runtime, self.access, self.turns)
 
     @property

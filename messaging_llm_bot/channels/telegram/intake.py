@@ -31,7 +31,7 @@ from messaging_llm_bot.channels.telegram.settings import (
     strip_mention,
     topic_in,
 )
-from messaging_llm_bot.channels.telegram.turn import TurnRunner, joinable
+from messaging_llm_bot.channels.telegram.turn import TelegramTurns, joinable
 from messaging_llm_bot.conversation.albums import Albums, stored_albums
 from messaging_llm_bot.conversation.attachments import unsupported_text
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
@@ -46,11 +46,11 @@ log = logging.getLogger(__name__)
 MODEL_KINDS = ("text", "document", "photo", "voice")
 
 
-class Intake:
+class TelegramIntake:
     """The inbox side of the Telegram frontend: what is stored, confirmed, queued and answered."""
 
     def __init__(
-        self, runtime: Runtime, inbox: Inbox, access: Access, turns: TurnRunner, queues: ChatQueues, tasks: ChatTasks
+        self, runtime: Runtime, inbox: Inbox, access: Access, turns: TelegramTurns, queues: ChatQueues, tasks: ChatTasks
     ) -> None:
         self.runtime = runtime
         self.inbox = inbox

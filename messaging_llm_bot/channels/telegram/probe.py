@@ -79,7 +79,7 @@ def get_me(token: str, *, base_url: str | None = None, timeout: float = 10.0) ->
 
 
 @dataclass(frozen=True)
-class Sender:
+class ProbedSender:
     """Someone who wrote to the bot in a private chat: their id, name and words."""
 
     id: int
@@ -87,9 +87,9 @@ class Sender:
     text: str
 
 
-def senders(updates: list[JsonObject]) -> list[Sender]:
+def senders(updates: list[JsonObject]) -> list[ProbedSender]:
     """The distinct private-chat senders of ``getUpdates`` results, newest last."""
-    found: dict[int, Sender] = {}
+    found: dict[int, ProbedSender] = {}
     for update in updates or []:
         message = update.get("message") or update.get("edited_message") or {}
         user = message.get("from") or {}
@@ -101,5 +101,5 @@ def senders(updates: list[JsonObject]) -> list[Sender]:
             or str(user["id"])
         )
         found.pop(user["id"], None)
-        found[user["id"]] = Sender(user["id"], name, message.get("text") or "")
+        found[user["id"]] = ProbedSender(user["id"], name, message.get("text") or "")
     return list(found.values())

@@ -17,7 +17,7 @@ from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, St
 # The Bot API calls (channels/telegram/probe.py) are imported by the steps that make them: every `assistant`
 # command reads this module for its flags.
 if TYPE_CHECKING:
-    from messaging_llm_bot.channels.telegram.probe import Sender
+    from messaging_llm_bot.channels.telegram.probe import ProbedSender
 
 #: A bot token as @BotFather gives it: the bot's id, a colon, then letters, digits, ``_`` and ``-``.
 TOKEN_FORM = re.compile(r"\d{1,20}:[A-Za-z0-9_-]{1,100}")
@@ -223,7 +223,7 @@ class TelegramSteps(Steps):
             if time.monotonic() >= deadline:
                 raise SetupError("Telegram: no message arrived; run setup again, or pass --owner-id ID")
 
-    def _pick_sender(self, found: list[Sender]) -> int:
+    def _pick_sender(self, found: list[ProbedSender]) -> int:
         if len(found) > 1 and not self.io.interactive:
             names = ", ".join(f"{s.name} ({s.id})" for s in found)
             raise SetupError(f"Telegram: several people wrote to the bot ({names}); pass --owner-id ID")

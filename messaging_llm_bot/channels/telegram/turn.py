@@ -25,7 +25,7 @@ from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.contract import Address
-from messaging_llm_bot.channels.telegram.approval import Approvals
+from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.format import CAPABILITIES
 from messaging_llm_bot.channels.telegram.media import message_kind, save_attachment, transcribe_voice
 from messaging_llm_bot.channels.telegram.progress import TelegramLive
@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
 log = logging.getLogger(__name__)
 
 
-class TurnRunner(ChatTurns):
+class TelegramTurns(ChatTurns):
     """Runs turns for the Telegram frontend; one instance per application."""
 
     platform: TelegramOut  # over the application's bot, set when it is built (Frontend.register), before any update
@@ -68,7 +68,7 @@ class TurnRunner(ChatTurns):
         runtime: Runtime,
         inbox: Inbox,
         settings_ref: Callable[[], TelegramSettings],
-        approvals: Approvals | None = None,
+        approvals: TelegramApprovals | None = None,
     ) -> None:
         super().__init__(runtime, inbox, "telegram")
         self.approvals = approvals

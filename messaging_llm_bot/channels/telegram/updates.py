@@ -18,7 +18,7 @@ UNBOUNDED_UPDATES = 1 << 20
 
 class InboxBot(ExtBot):
     """ExtBot whose getUpdates persists model-bound updates before they are confirmed (next offset), and
-    returns (so confirms) only those the inbox could store (``Intake.take``)."""
+    returns (so confirms) only those the inbox could store (``TelegramIntake.take``)."""
 
     def __init__(self, *args: Any, on_updates: Any = None, on_first_poll: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

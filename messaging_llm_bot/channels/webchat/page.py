@@ -169,7 +169,7 @@ class AnswerHandler(ChatHandler):
         self.send_json({"answered": True})
 
 
-class EventsHandler(ChatHandler):
+class ChatEventsHandler(ChatHandler):
     """``GET /chat/events``: server-sent events (``message``, ``live``, ``typing``, ``ask``, ``asked``)."""
 
     async def get(self) -> None:
@@ -223,7 +223,7 @@ def chat_mount(runtime: object) -> Mount:
             (r"/chat/answer", AnswerHandler, {**shared, "api": True}),
             (r"/chat/upload", UploadHandler, {**shared, "api": True}),
             (r"/chat/file/(\d{1,12})", ChatFileHandler, shared),
-            (r"/chat/events", EventsHandler, {**shared, "api": True}),
+            (r"/chat/events", ChatEventsHandler, {**shared, "api": True}),
         ]
 
     return routes

@@ -28,13 +28,13 @@ from messaging_llm_bot.channels.contract import (
 )
 from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES, split, whatsapp_text
 from messaging_llm_bot.channels.whatsapp.graph import (
-    Download,
     GraphClient,
     GraphUnavailable,
     MediaObject,
     OutgoingMessage,
     TemplateMessage,
     TextMessage,
+    WhatsAppDownload,
 )
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
@@ -172,7 +172,7 @@ class WhatsAppChannel:
             media["filename"] = file.path.name
         return Sent((await self.client.send(media_message(to.chat_id, kind, media)),))
 
-    async def download(self, media: Media, limit_bytes: int) -> Download | str:
+    async def download(self, media: Media, limit_bytes: int) -> WhatsAppDownload | str:
         return await self.client.download(media.ref, limit_bytes)
 
     async def fetch(self, media: Media, folder: Path, limit_bytes: int) -> Path:

@@ -116,7 +116,7 @@ class GraphUnavailable(Exception):
 
 
 @dataclass(frozen=True)
-class Download:
+class WhatsAppDownload:
     data: bytes
     mime: str
 
@@ -190,7 +190,7 @@ class GraphClient:
         except (ValueError, KeyError, TypeError):
             raise GraphUnavailable("the Graph API's upload answer has no id") from None
 
-    async def download(self, media_id: str, limit_bytes: int) -> Download | str:
+    async def download(self, media_id: str, limit_bytes: int) -> WhatsAppDownload | str:
         """A received file's bytes by its media id (its short-lived URL, fetched with the token), or a sentence
         for the sender when it is larger than ``limit_bytes`` (checked by the size Meta gives, and while read)."""
         if not media_id.isdigit():
@@ -214,4 +214,4 @@ class GraphClient:
                     chunks.append(chunk)
         except httpx.HTTPError as err:
             raise GraphUnavailable(f"the media could not be fetched: {type(err).__name__}") from None
-        return Download(b"".join(chunks), mime)
+        return WhatsAppDownload(b"".join(chunks), mime)

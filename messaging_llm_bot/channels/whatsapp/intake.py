@@ -18,7 +18,7 @@ from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.whatsapp.channel import WhatsAppChannel
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, messages_of
 from messaging_llm_bot.channels.whatsapp.settings import conversation_of
-from messaging_llm_bot.channels.whatsapp.turn import TurnRunner, joinable
+from messaging_llm_bot.channels.whatsapp.turn import WhatsAppTurns, joinable
 from messaging_llm_bot.conversation.intake import Arrival
 from messaging_llm_bot.conversation.service import ChannelHost
 from messaging_llm_bot.conversation.strangers import Strangers
@@ -27,18 +27,18 @@ from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 log = logging.getLogger(__name__)
 
 
-class IntakeHost(ChannelHost, Protocol):
+class WhatsAppIntakeHost(ChannelHost, Protocol):
     """What the intake uses of the running service (service.py)."""
 
     channel: WhatsAppChannel
-    turns: TurnRunner
+    turns: WhatsAppTurns
 
     @property
     def config(self) -> WhatsAppSettings: ...
 
 
-class Intake:
-    def __init__(self, host: IntakeHost) -> None:
+class WhatsAppIntake:
+    def __init__(self, host: WhatsAppIntakeHost) -> None:
         self.host = host
         # A pairing code at most once an hour; with pairing off, their number once, ever (loaded at the start).
         self.strangers = Strangers.told_once(host.runtime, "whatsapp")

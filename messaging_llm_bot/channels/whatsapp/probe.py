@@ -15,7 +15,7 @@ TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
-class Reached:
+class WhatsAppReached:
     """The number the token reaches (``display_phone_number``), or why not (``problem``, Meta's ``code``)."""
 
     number: str = ""
@@ -23,7 +23,7 @@ class Reached:
     code: int = 0
 
 
-def probe_number(base_url: str, phone_number_id: str, token: str) -> Reached:
+def probe_number(base_url: str, phone_number_id: str, token: str) -> WhatsAppReached:
     url = f"{base_url.rstrip('/')}/{phone_number_id}"
     try:
         response = httpx.get(
@@ -33,14 +33,14 @@ def probe_number(base_url: str, phone_number_id: str, token: str) -> Reached:
             timeout=TIMEOUT_SECONDS,
         )
     except httpx.HTTPError as err:
-        return Reached(problem=f"the Graph API cannot be reached: {type(err).__name__}")
+        return WhatsAppReached(problem=f"the Graph API cannot be reached: {type(err).__name__}")
     if response.status_code >= 400:
         code, message = error_of(response)
-        return Reached(problem=f"the Graph API refused it: #{code} {message}", code=code)
+        return WhatsAppReached(problem=f"the Graph API refused it: #{code} {message}", code=code)
     try:
-        return Reached(number=str(response.json().get("display_phone_number") or "?"))
+        return WhatsAppReached(number=str(response.json().get("display_phone_number") or "?"))
     except ValueError:
-        return Reached(problem="the Graph API's answer is not JSON")
+        return WhatsAppReached(problem="the Graph API's answer is not JSON")
 
 
 def verify_webhook(url: str, verify_token: str) -> tuple[int, bool]:

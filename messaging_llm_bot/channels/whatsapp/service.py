@@ -20,11 +20,11 @@ from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.whatsapp.channel import OutsideWindow, WhatsAppChannel
 from messaging_llm_bot.channels.whatsapp.graph import GraphClient, GraphUnavailable
-from messaging_llm_bot.channels.whatsapp.intake import Intake
+from messaging_llm_bot.channels.whatsapp.intake import WhatsAppIntake
 from messaging_llm_bot.channels.whatsapp.message import message_of_payload
 from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppSecrets, conversation_of, number_of
-from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
-from messaging_llm_bot.channels.whatsapp.webhook import Webhook
+from messaging_llm_bot.channels.whatsapp.turn import WhatsAppTurns
+from messaging_llm_bot.channels.whatsapp.webhook import WhatsAppWebhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.job_router import ChannelJobs, owner_digest
 from messaging_llm_bot.conversation.notices import send_digest
@@ -46,11 +46,11 @@ class WhatsAppService(ChannelService):
         self, runtime: Runtime, *, stop_signals: Sequence[int] | None = None, manage_runtime: bool = True
     ) -> None:
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
-        self.webhook: Webhook | None = None
+        self.webhook: WhatsAppWebhook | None = None
         self._secrets = PerRecord(WhatsAppSecrets.of)
         self.inbox: Inbox
         self.channel: WhatsAppChannel
-        self.turns: TurnRunner
+        self.turns: WhatsAppTurns
 
     @property
     def config(self) -> WhatsAppSettings:
@@ -85,10 +85,10 @@ class WhatsAppService(ChannelService):
         window = await asyncio.to_thread(ServiceWindow, workspace)
         client = GraphClient(config.base_url, config.phone_number_id, self.secrets.access_token)
         self.channel = WhatsAppChannel(client, window, lambda: self.config)
-        self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
-        intake = Intake(self)
+        self.turns = self.shutdown.turns = WhatsAppTurns(self.runtime, self.inbox, self.channel, lambda: self.config)
+        intake = WhatsAppIntake(self)
         await intake.strangers.load()
-        self.webhook = Webhook(lambda: self.config, lambda: self.secrets.app_secret, intake.take)
+        self.webhook = WhatsAppWebhook(lambda: self.config, lambda: self.secrets.app_secret, intake.take)
         self.webhook.start()
         self.warn_if_no_one_allowed(config.allowed, "whatsapp.allowed", "Add your number", '["+491701234567"]')
         log.info("whatsapp: serving the webhook on %s for %s", self.webhook.url, [f"+{n}" for n in config.allowed_ids])
@@ -97,7 +97,7 @@ class WhatsAppService(ChannelService):
         await self._join_jobs(loop, intake)
         self.runtime.start_background(notify=self.notify_from_thread)
 
-    async def _join_jobs(self, loop: asyncio.AbstractEventLoop, intake: Intake) -> None:
+    async def _join_jobs(self, loop: asyncio.AbstractEventLoop, intake: WhatsAppIntake) -> None:
         digest = owner_digest(self.config.morning_digest, self.timezone, self.morning_digest)
         await self.join_jobs(
             ChannelJobs(

@@ -42,7 +42,7 @@ HELD_TEXT = (
 HELD_FLAG = "whatsapp-held-told"
 
 
-class TurnRunner(ChatTurns):
+class WhatsAppTurns(ChatTurns):
     """Runs turns for the WhatsApp channel (conversation/chat_turns.py); one per running channel. The answer
     cannot grow in place: it goes out whole at the end."""
 

@@ -51,7 +51,7 @@ def verified(config: WhatsAppSettings, mode: str | None, token: str | None) -> b
 
 
 class WebhookHandler(PlainHandler):
-    def initialize(self, webhook: Webhook) -> None:
+    def initialize(self, webhook: WhatsAppWebhook) -> None:
         self.webhook = webhook
 
     def get(self) -> None:
@@ -97,7 +97,7 @@ class WebhookHandler(PlainHandler):
         self._answer(200, "ok")
 
 
-class Webhook(WebhookListener):
+class WhatsAppWebhook(WebhookListener):
     """The listener (channels/listener.py) with the channel's config and its part (``Take``)."""
 
     def __init__(self, config: Callable[[], WhatsAppSettings], app_secret: Callable[[], str], take: Take) -> None:
