@@ -1,4 +1,9 @@
-"""The assistant framework: workspace, config, skills, collectors, memory, traces and the CLI."""
+"""The assistant framework: what the bot stands on, with no chat and no model client of its own.
+
+The workspace, config and its typed settings, skills and collectors (loading and running the plugins),
+memory, jobs, the durable inbox and outbound ledger, MCP, the policy, spending caps, traces, hooks, media
+files and the owner's web page. The bot (agent, model client, channels, CLI) is ``messaging_llm_bot``.
+"""
 
 from importlib import metadata as _metadata
 

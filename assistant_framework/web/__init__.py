@@ -1,4 +1,5 @@
-"""The owner's web page: memory, conversations, traces, collectors, usage and skills (Tornado, no script).
+"""The owner's web page: memory, conversations, jobs, drafts, traces, collectors, usage, skills and served
+clients (Tornado, no script).
 
 ``assistant web`` serves it alone; with ``web.enabled`` the bot serves it in its own process.
 """
