@@ -22,12 +22,23 @@ and the exit code is the kernel's wait status, so ``returncode`` is negative for
 the context manager are Popen's own code); only the start and the wait go through the zygote. What it does
 not test is the interpreter's start: the imports, ``sys.flags``, the entry scripts. The tests of those
 keep a real ``subprocess.Popen`` and say so (tests/test_console.py's entry-point runs, the start-up bench,
-``make install``, missing-dependency and import-order checks).
+``make install``, missing-dependency and import-order checks). What else differs from a fresh start: the
+project's modules are imported before the module runs (their import-time code ran once, in the zygote), the
+children of one zygote share its hash seed, and ``sys.flags``/``sys.orig_argv`` are the zygote's.
+
+A process the code under test starts itself from a command line (an MCP server in its config) goes through
+``command_line``: a bare launcher (``python -S tests/preload.py launch ...``, the standard library only)
+hands its own 0/1/2 and environment to the zygote, which forks the server in a session of its own; the
+launcher passes the signals it gets on to it and ends as it ended, and if the launcher is killed the
+zygote kills the server's process group.
 
 The zygote never starts a thread or an event loop, opens no database, configures no logging and keeps no
-environment in module state before it forks (the project reads ``os.environ`` where it uses it; see
-``_preload``'s checks). It ends when its pytest process ends (a pipe it holds reaches end of file), and kills
-its running children then; a child whose start's connection closes before it ended is killed too.
+environment in module state before it forks (the project reads ``os.environ`` where it uses it:
+tests/test_preload.py checks; ``_preload`` checks the threads, logging and ``tempfile``; ``random`` reseeds
+itself in a fork, ``uuid4`` reads ``os.urandom``). It ends when its pytest process ends (it watches that
+pid through a pidfd) or on SIGTERM (at that process's exit), and kills its running children then; a child
+whose start's connection closes before it ended (its caller killed) is killed too. A zygote that ended
+anyway is started again on the same socket, and the next start says so on stderr with its log.
 
 ``ASSISTANT_TEST_PRELOAD=0`` turns it off: every start is then a real ``subprocess.Popen``. A start the
 zygote cannot reproduce is a real spawn too: a command that is not ``[sys.executable, "-m", MODULE, ...]``,
@@ -39,6 +50,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -269,30 +281,47 @@ def run(
 
 
 class _Zygote:
-    """This process's zygote: started on first use, ended with this process."""
+    """This process's zygote: started on first use, ended with this process (or started again, on the same
+    socket, if it ended before)."""
 
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="zygote-")
         self.path = os.path.join(self.folder, "socket")
         self.log = os.path.join(self.folder, "zygote.log")
-        alive_read, self._alive = os.pipe()  # the zygote reads end of file when this process is gone
-        with open(self.log, "wb") as log:
+        self.process = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen:
+        """The zygote, once it listens. It watches this process's pid (a pidfd: no descriptor here that
+        other code could close by mistake) and ends with it."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        with open(self.log, "ab") as log:
             # The zygote itself is a real process: its start is what the children save.
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.preload", self.path, str(alive_read)],
-                pass_fds=[alive_read],
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tests.preload", self.path, str(os.getpid())],
                 cwd=REPO,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=log,
             )
-        os.close(alive_read)
-        assert self.process.stdout is not None
-        with self.process.stdout as ready:  # one line once it listens, end of file if it failed
+        assert process.stdout is not None
+        with process.stdout as ready:  # one line once it listens, end of file if it failed
             answer = _read_line(ready.fileno(), START_TIMEOUT)
         if answer != b"ready":
-            self.stop()
+            process.kill()
+            process.wait()
             raise RuntimeError(f"the tests' zygote did not start ({answer!r}):\n{self.log_text()}")
+        return process
+
+    def ensure(self) -> None:
+        """Start another if the zygote ended (a bug of its own, a signal from a test), saying so."""
+        if self.process.poll() is not None:
+            print(
+                f"tests/preload.py: the zygote ended ({self.process.returncode}); starting another. Its log:\n"
+                + self.log_text(),
+                file=sys.stderr,
+            )
+            self.process = self._spawn()
 
     def log_text(self) -> str:
         try:
@@ -308,8 +337,9 @@ class _Zygote:
         return started
 
     def stop(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._alive)
+        """SIGTERM: the zygote kills its children that still run, and ends."""
+        if self.process.poll() is None:
+            self.process.terminate()
         try:
             self.process.wait(30)
         except subprocess.TimeoutExpired:
@@ -396,8 +426,9 @@ def launch(path: str, module: str, args: list[str]) -> None:
             break
         answer += data
     code = os.waitstatus_to_exitcode(int(answer))
-    if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
+    if code < 0:  # ended by a signal: so does the launcher (SIGKILL's disposition cannot be set, nor need be)
+        with contextlib.suppress(OSError):
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     sys.exit(code)
 
@@ -424,6 +455,8 @@ def _zygote() -> _Zygote:
         if not _current:
             _current.append(_Zygote())
             atexit.register(_stop)
+        else:
+            _current[0].ensure()
         return _current[0]
 
 
@@ -480,11 +513,12 @@ class _Child:
 
 
 def serve(path: str, alive: int) -> None:
-    """Fork a child per request until the pytest process that started the zygote ends (``alive`` reads end
-    of file); then kill the children that still run."""
+    """Fork a child per request until the pytest process that started the zygote ends (``alive``, its
+    pidfd, is readable) or SIGTERM; then kill the children that still run."""
     import selectors
 
     initial = {s: signal.getsignal(s) for s in signal.valid_signals() if signal.getsignal(s) is not None}
+    signal.signal(signal.SIGTERM, _terminated)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
@@ -501,34 +535,55 @@ def serve(path: str, alive: int) -> None:
             for key, _ in selector.select():
                 if key.data == "alive":
                     return
-                if key.data == "start":
-                    child = _fork(listener, selector, children, alive, initial)
-                    if child is not None:
-                        children[child.pid] = child
-                        selector.register(child.pidfd, selectors.EVENT_READ, ("ended", child.pid))
-                        selector.register(child.channel, selectors.EVENT_READ, ("caller", child.pid))
-                    continue
-                what, pid = key.data
-                child = children[pid]
-                if what == "caller":  # the caller hung up (or sent something: no protocol has it)
-                    selector.unregister(child.channel)
-                    child.kill()
-                    continue
-                _, status = os.waitpid(pid, 0)
-                del children[pid]
-                selector.unregister(child.pidfd)
-                os.close(child.pidfd)
-                with contextlib.suppress(OSError):
-                    child.channel.sendall(b"%d\n" % status)
-                with contextlib.suppress(KeyError):
-                    selector.unregister(child.channel)
-                child.channel.close()
+                try:
+                    _event(key.data, listener, selector, children, alive, initial)
+                except Exception:  # noqa: BLE001 - one start's trouble (a caller gone, fork refused) ends no other
+                    import traceback
+
+                    traceback.print_exc(file=sys.stderr)
+                    sys.stderr.flush()
     finally:
         for child in children.values():
             child.kill()
         for pid in children:
             with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
+
+
+def _terminated(_signum: int, _frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _event(
+    what: Any, listener: socket.socket, selector: Any, children: dict[int, _Child], alive: int, initial: dict
+) -> None:
+    """A start asked for, a child ended, or a caller that hung up."""
+    import selectors
+
+    if what == "start":
+        child = _fork(listener, selector, children, alive, initial)
+        if child is not None:
+            children[child.pid] = child
+            selector.register(child.pidfd, selectors.EVENT_READ, ("ended", child.pid))
+            selector.register(child.channel, selectors.EVENT_READ, ("caller", child.pid))
+        return
+    kind, pid = what
+    child = children.get(pid)
+    if child is None:  # ended earlier in the same round of events
+        return
+    if kind == "caller":  # the caller hung up (or sent something: no protocol has it)
+        selector.unregister(child.channel)
+        child.kill()
+        return
+    _, status = os.waitpid(pid, 0)
+    del children[pid]
+    selector.unregister(child.pidfd)
+    os.close(child.pidfd)
+    with contextlib.suppress(OSError):
+        child.channel.sendall(b"%d\n" % status)
+    with contextlib.suppress(KeyError):
+        selector.unregister(child.channel)
+    child.channel.close()
 
 
 def _fork(
@@ -554,21 +609,25 @@ def _fork(
         for fd in fds:
             os.close(fd)
         return None
+    refusal = b""
     if _python_variables(request["env"]) != _ZYGOTE_PYTHON:
-        channel.sendall(b"refused\n")
+        refusal = b"refused\n"
+    elif not os.path.isdir(request["cwd"]):
+        refusal = b"error %d %s\n" % (errno.ENOENT, os.strerror(errno.ENOENT).encode())
+    else:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError as err:  # the machine's process limit: the start fails as Popen's would
+            refusal = b"error %d %s\n" % (err.errno or errno.EAGAIN, (err.strerror or "fork failed").encode())
+    if refusal:
+        with contextlib.suppress(OSError):
+            channel.sendall(refusal)
         channel.close()
         for fd in fds:
             os.close(fd)
         return None
-    if not os.path.isdir(request["cwd"]):
-        channel.sendall(b"error %d %s\n" % (2, os.strerror(2).encode()))
-        channel.close()
-        for fd in fds:
-            os.close(fd)
-        return None
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
     if pid == 0:
         try:
             for child in children.values():
@@ -588,8 +647,12 @@ def _fork(
     for fd in fds:
         os.close(fd)
     channel.settimeout(None)
-    channel.sendall(b"pid %d\n" % pid)
-    return _Child(pid, channel, bool(request["setsid"]))
+    child = _Child(pid, channel, bool(request["setsid"]))
+    try:
+        channel.sendall(b"pid %d\n" % pid)
+    except OSError:  # the caller is gone already: so is its child
+        child.kill()
+    return child
 
 
 def _become(request: dict[str, Any], fds: list[int], initial: dict) -> None:
@@ -710,9 +773,12 @@ _ENCODING, _ERRORS = "utf-8", "strict"
 
 
 def main(argv: list[str]) -> None:
-    """``python -m tests.preload SOCKET ALIVE_FD``: import, then serve."""
+    """``python -m tests.preload SOCKET PARENT_PID``: import, then serve until that process ends."""
     global _ENCODING, _ERRORS
-    path, alive = argv[0], int(argv[1])
+    path, parent = argv[0], int(argv[1])
+    alive = os.pidfd_open(parent)  # readable once the pytest process has ended
+    if os.getppid() != parent:
+        return  # it ended already
     python_path = {p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     _BASE_PATH[:] = [p for p in sys.path[1:] if p not in python_path]
     _ENCODING, _ERRORS = sys.stdout.encoding, sys.stdout.errors or "strict"

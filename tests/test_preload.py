@@ -136,6 +136,16 @@ def test_a_preloaded_start_is_counted_as_a_process() -> None:
     assert tiers._take_phase()[0] == ["-m tests.preload_probe"]
 
 
+def test_a_zygote_that_ended_is_started_again_on_the_same_socket(capfd: pytest.CaptureFixture[str]) -> None:
+    zygote = preload._zygote()
+    first, path = zygote.process.pid, zygote.path
+    os.kill(first, signal.SIGKILL)
+    zygote.process.wait(30)
+    assert preload.run([*PROBE, "exit", "4"], stdout=subprocess.DEVNULL, timeout=60, cwd=REPO).returncode == 4
+    assert preload._zygote().process.pid != first and preload._zygote().path == path
+    assert "the zygote ended (-9); starting another" in capfd.readouterr().err
+
+
 WORKER = """
 import subprocess, sys, time
 sys.path.insert(0, {repo!r})
@@ -173,3 +183,38 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def _environment_read_at_import(source: str) -> list[int]:
+    """The lines where ``os.environ``/``os.getenv`` is reached by a module's top level (its body and class
+    bodies, not a function's)."""
+    import ast
+
+    found: list[int] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "environb", "getenv", "getenvb"):
+            found.append(node.lineno)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(source))
+    return found
+
+
+def test_the_preloaded_modules_read_no_environment_at_import() -> None:
+    """What the zygote imports once would keep the zygote's environment for every child: the project reads
+    ``os.environ`` where it uses it."""
+    found = {
+        str(path.relative_to(REPO)): lines
+        for package in preload.PRELOADED_PACKAGES
+        for path in sorted((REPO / package).rglob("*.py"))
+        if (lines := _environment_read_at_import(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+    planted = (
+        "import os\nHOME = os.environ.get('HOME')\nclass A:\n    b = os.getenv('B')\ndef f():\n    return os.environ\n"
+    )
+    assert _environment_read_at_import(planted) == [2, 4]
