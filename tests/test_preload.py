@@ -20,6 +20,12 @@ REPO = Path(__file__).resolve().parents[1]
 PROBE = [sys.executable, "-m", "tests.preload_probe"]  # run in REPO: the folder that has tests/
 
 
+@pytest.fixture(autouse=True)
+def _preloader_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are the preloader's own: they run it also in a run with ASSISTANT_TEST_PRELOAD=0."""
+    monkeypatch.setenv(preload.SWITCH, "1")
+
+
 def _both(args: list[str], **kwargs) -> dict[str, subprocess.Popen]:
     return {"real": subprocess.Popen(args, **kwargs), "preloaded": preload.PreloadedProcess(args, **kwargs)}
 
