@@ -4,8 +4,9 @@
 ``slow``. The first three are never written by hand: ``mark`` (called from tests/conftest.py for every
 collected test) reads the code of the test function, of every fixture it uses, and of the functions and
 classes of ``tests/`` they name, followed through (a helper that calls a helper that runs the CLI as a
-process counts), and looks for what starts a process (``subprocess``, ``pty``, ``multiprocessing``, a
-command line naming ``sys.executable``), serves on a socket (``http.server`` and the other server
+process counts; so does ``preload.run(...)``, a function of a module of ``tests/`` called through its
+name), and looks for what starts a process (``subprocess``, ``pty``, ``multiprocessing``, a command line
+naming ``sys.executable``), serves on a socket (``http.server`` and the other server
 modules, ``listen``/``create_server``; code of the project whose module imports a server module) or
 drives a browser (``selenium``). A reference is enough: a test that names ``subprocess`` but starts
 nothing is only placed in the slower tier, never the other way round.
