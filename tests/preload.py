@@ -135,7 +135,7 @@ class PreloadedProcess(subprocess.Popen):
             "sigint": self._takes_sigint,
         }
         fds = [p2cread if p2cread != -1 else 0, c2pwrite if c2pwrite != -1 else 1, errwrite if errwrite != -1 else 2]
-        self._status_channel, self.pid = _zygote().start(request, fds)
+        self._status_channel, self.pid, self._received = _zygote().start(request, fds)
         self._child_created = True
         self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
 
@@ -329,7 +329,7 @@ class _Zygote:
         except OSError:
             return ""
 
-    def start(self, request: dict[str, Any], fds: list[int]) -> tuple[socket.socket, int]:
+    def start(self, request: dict[str, Any], fds: list[int]) -> tuple[socket.socket, int, bytes]:
         """Ask for one child: the connection its exit status will come on, and its pid."""
         started = _ask(self.path, request, fds)
         if started is None:
@@ -348,26 +348,28 @@ class _Zygote:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _ask(path: str, request: dict[str, Any], fds: list[int]) -> tuple[socket.socket, int] | None:
-    """One start asked of the zygote at ``path``: the connection the exit status will come on and the pid;
-    None if the zygote cannot make it (a ``PYTHON*`` variable it cannot apply); OSError as Popen's."""
+def _ask(path: str, request: dict[str, Any], fds: list[int]) -> tuple[socket.socket, int, bytes] | None:
+    """One start asked of the zygote at ``path``: the connection the exit status will come on, the pid, and
+    what came after the pid's line (the status already, if the child ended at once); None if the zygote
+    cannot make it (a ``PYTHON*`` variable it cannot apply); OSError as Popen's."""
     body = json.dumps(request).encode()
     channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         channel.connect(path)
         socket.send_fds(channel, [_HEADER.pack(len(body)) + body], fds)
-        answer = b""
-        while not answer.endswith(b"\n"):
+        received = b""
+        while b"\n" not in received:
             data = channel.recv(256)
             if not data:
                 raise ConnectionError(f"the tests' zygote closed the start of {request['module']}")
-            answer += data
+            received += data
+        answer, _, after = received.partition(b"\n")
+        kind, _, rest = answer.decode().strip().partition(" ")
+        if kind == "pid":
+            return channel, int(rest), after
     except BaseException:
         channel.close()
         raise
-    kind, _, rest = answer.decode().strip().partition(" ")
-    if kind == "pid":
-        return channel, int(rest)
     channel.close()
     if kind == "error":
         number, _, message = rest.partition(" ")
@@ -410,7 +412,7 @@ def launch(path: str, module: str, args: list[str]) -> None:
     started = _ask(path, request, [0, 1, 2])
     if started is None:  # what the zygote cannot make: a real start in this process
         os.execv(sys.executable, [sys.executable, "-m", module, *args])
-    channel, pid = started
+    channel, pid, answer = started
 
     def forward(signum: int, _frame: object) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -418,7 +420,6 @@ def launch(path: str, module: str, args: list[str]) -> None:
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(signum, forward)
-    answer = b""
     while not answer.endswith(b"\n"):
         data = channel.recv(64)
         if not data:
@@ -533,7 +534,8 @@ def serve(path: str, alive: int) -> None:
     try:
         while True:
             for key, _ in selector.select():
-                if key.data == "alive":
+                if key.data == "alive":  # its pytest process ended (without its atexit, if it was killed)
+                    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
                     return
                 try:
                     _event(key.data, listener, selector, children, alive, initial)

@@ -158,7 +158,7 @@ sys.path.insert(0, {repo!r})
 from tests import preload
 child = preload.PreloadedProcess([sys.executable, "-m", "tests.preload_probe", "wait"], stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, cwd={repo!r})
-print(preload._zygote().process.pid, child.pid, flush=True)
+print(preload._zygote().process.pid, child.pid, preload._zygote().folder, flush=True)
 {ending}
 """
 
@@ -174,12 +174,14 @@ def test_no_child_and_no_zygote_outlive_the_process_that_started_them(ending: st
     )
     with worker:
         assert worker.stdout is not None
-        zygote, child = (int(pid) for pid in worker.stdout.readline().split())
+        first, second, folder = worker.stdout.readline().split()
+        zygote, child = int(first), int(second)
         assert _alive(zygote) and _alive(child) or ending == "failed"
         if ending == "killed":
             worker.kill()
         worker.wait(60)
     wait_until(lambda: not _alive(child) and not _alive(zygote), timeout=30, what="the zygote and its child to end")
+    assert not os.path.exists(folder)  # its socket and log too
 
 
 def _alive(pid: int) -> bool:
