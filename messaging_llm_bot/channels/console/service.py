@@ -37,7 +37,6 @@ from messaging_llm_bot.conversation.item_turns import ItemTurns, is_notice_item
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.markup import terminal_text
-from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop
@@ -53,6 +52,12 @@ CAPABILITIES = Capabilities(
 )
 JOINED_TEXT = "… added to the answer in progress"
 FINISH_SECONDS = 2.0  # at the chat's end, for a job run being finished (a turn still running is cut off)
+
+
+# A reminder set outside the chat (the web page, the CLI, a hand edit) is planned within this; the other
+# channels read the store every 30 s (conversation/reminders.py), the terminal, where one person waits at the
+# prompt, as before its move onto the shared pieces.
+REMINDER_POLL_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,7 @@ class ConsoleService(ChannelService):
         super().__init__(runtime, manage_runtime=False)  # the CLI shuts the runtime down, with its own bound
         self.shutdown.timeout = FINISH_SECONDS  # leaving is at once: a run cut off is made at the next start
         self.term = term
-        self.reminder_poll_seconds = POLL_SECONDS
+        self.reminder_poll_seconds = REMINDER_POLL_SECONDS
         # Job runs and notices, one at a time beside the typed turns (the prompt waits only for these).
         self.side = ChatTasks(ChatQueues(self.NAME, lambda: 1, lambda: max_pending(runtime.settings)), self.NAME)
         self.asked = threading.Event()  # a question is shown: the owner's next line answers it
