@@ -13,11 +13,12 @@ from telegramify_markdown import convert
 from messaging_llm_bot.channels.telegram.format import plain_parts, render_markdown
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
+    TelegramOut,
     edit_text_safely,
     fit_plain_text,
-    send_markdown,
 )
 from messaging_llm_bot.conversation.markup import EMPTY_PLACEHOLDER, MessagePart, utf16_len
+from messaging_llm_bot.conversation.outgoing import Address, PartSent, TextOut
 from tests.fakes.bot_api import FakeBotAPI
 
 WORDS = ["alpha", "beta", "gamma", "delta", "Grüße", "naïve", "😀smile", "日本語", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "end."]
@@ -165,6 +166,19 @@ def fake() -> FakeBotAPI:
         yield server
 
 
+async def send_markdown(
+    bot: telegram.Bot,
+    chat: int,
+    markdown: str,
+    reply_to: int | None = None,
+    skip: int = 0,
+    on_part_sent: PartSent | None = None,
+) -> list[int]:
+    """The channel's send of a reply (TelegramOut.send_text) to ``chat``: the ids of the parts it sent."""
+    text = TextOut(markdown, None if reply_to is None else str(reply_to), skip, on_part_sent)
+    return [int(one) for one in (await TelegramOut(bot).send_text(Address(str(chat)), text)).message_ids]
+
+
 def run_with_bot(fake: FakeBotAPI, body):
     async def main():
         async with telegram.Bot(fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url) as bot:
@@ -199,7 +213,7 @@ def test_markdownv2_breaking_replies_are_delivered(fake: FakeBotAPI) -> None:
 def test_long_reply_arrives_in_order_and_replies_once(fake: FakeBotAPI) -> None:
     markdown = long_markdown(7, 14_000)
     fake.send_message("question", user_id=42)
-    ids = run_with_bot(fake, lambda bot: send_markdown(bot, 42, markdown, reply_to_message_id=1))
+    ids = run_with_bot(fake, lambda bot: send_markdown(bot, 42, markdown, reply_to=1))
     messages = fake.messages(42)
     assert [m["message_id"] for m in messages] == ids and len(ids) >= 3
     assert [m["text"] for m in messages] == [p.text for p in render_markdown(markdown)]
@@ -251,17 +265,17 @@ def test_skip_parts_and_on_part_sent(fake: FakeBotAPI) -> None:
     assert len(expected) == 3
     seen: list[tuple[int, int]] = []
 
-    async def ledger(index: int, message_id: int) -> None:
-        seen.append((index, message_id))
+    async def ledger(index: int, message_id: str) -> None:
+        seen.append((index, int(message_id)))
 
-    ids = run_with_bot(fake, lambda bot: send_markdown(bot, 8, markdown, skip_parts=1, on_part_sent=ledger))
+    ids = run_with_bot(fake, lambda bot: send_markdown(bot, 8, markdown, skip=1, on_part_sent=ledger))
     assert [i for i, _ in seen] == [1, 2] and [m for _, m in seen] == ids
     assert [m["text"] for m in fake.messages(8)] == [p.text for p in expected[1:]]
 
-    sync_seen: list[int] = []
-    run_with_bot(fake, lambda bot: send_markdown(bot, 9, markdown, on_part_sent=lambda i, m: sync_seen.append(i)))
-    assert sync_seen == [0, 1, 2]
-    assert run_with_bot(fake, lambda bot: send_markdown(bot, 9, markdown, skip_parts=3)) == []
+    seen.clear()
+    run_with_bot(fake, lambda bot: send_markdown(bot, 9, markdown, on_part_sent=ledger))
+    assert [i for i, _ in seen] == [0, 1, 2]
+    assert run_with_bot(fake, lambda bot: send_markdown(bot, 9, markdown, skip=3)) == []
 
 
 def test_edit_text_safely(fake: FakeBotAPI) -> None:

@@ -27,6 +27,7 @@ from messaging_llm_bot.channels.discord.files import download
 from messaging_llm_bot.channels.discord.format import CAPABILITIES, MAX_FILE_BYTES, MAX_TEXT_CHARS, split
 from messaging_llm_bot.channels.discord.settings import channel_of, conversation_of
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, ReplyApprovals
+from messaging_llm_bot.conversation.outgoing import send_parts
 
 if TYPE_CHECKING:
     import discord
@@ -68,15 +69,7 @@ class DiscordChannel:
         await call("edit a message", target.edit(content=text[:MAX_TEXT_CHARS]))
 
     async def send_text(self, to: Address, text: TextOut) -> Sent:
-        ids: list[str] = []
-        for index, part in enumerate(split(text.markdown)):
-            if index < text.skip_parts:
-                continue
-            message_id = await self.post(to.chat_id, part)
-            if text.on_part_sent is not None:
-                await text.on_part_sent(index, message_id)
-            ids.append(message_id)
-        return Sent(tuple(ids))
+        return await send_parts(split(text.markdown), text, lambda _index, part, _quote: self.post(to.chat_id, part))
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
         """The message replaced by ``markdown``'s first part; raises like ``send_text``."""

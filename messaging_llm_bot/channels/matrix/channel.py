@@ -35,6 +35,7 @@ from messaging_llm_bot.channels.matrix.format import (
     text_content,
 )
 from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
+from messaging_llm_bot.conversation.outgoing import send_parts
 
 MAX_FILE_OUT_BYTES = CAPABILITIES.max_file_bytes
 _MSGTYPE: dict[MediaKind, str] = {
@@ -95,21 +96,12 @@ class MatrixChannel:
         await self.client.close()
 
     async def send_text(self, to: Address, text: TextOut) -> Sent:
-        ids: list[str] = []
-        for index, part in enumerate(render_matrix(text.markdown)):
-            if index < text.skip_parts:
-                continue
-            ids.append(await self.send_part(to, part, index, text))
-        return Sent(tuple(ids))
+        async def send(index: int, part: MatrixPart, reply_to: str | None) -> str:
+            # The same transaction id for the same part of the same reply: sent again after a crash, kept once.
+            content = in_thread(text_content(part), to, reply_to)
+            return await self.client.send(to.chat_id, content, txn_id(text.key, index))
 
-    async def send_part(self, to: Address, part: MatrixPart, index: int, text: TextOut) -> str:
-        """Send one rendered part of ``text`` (``index`` counts from its first part) and record it."""
-        reply_to = text.reply_to if index == 0 else None
-        content = in_thread(text_content(part), to, reply_to)
-        event_id = await self.client.send(to.chat_id, content, txn_id(text.key, index))
-        if text.on_part_sent is not None:
-            await text.on_part_sent(index, event_id)
-        return event_id
+        return await send_parts(render_matrix(text.markdown), text, send)
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
         """Replace a sent message's text with the first part of ``markdown``; False when refused."""

@@ -8,17 +8,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import mimetypes
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
-from messaging_llm_bot.channels.signal.format import render_signal
+from messaging_llm_bot.channels.signal.format import SignalPart, render_signal
 from messaging_llm_bot.channels.signal.media import send_attachment
 from messaging_llm_bot.channels.signal.settings import SignalMessage, chat_of_conversation, recipient_params
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.outage import Outage
-from messaging_llm_bot.conversation.outgoing import Address, OutgoingFile, Sent, TextOut
+from messaging_llm_bot.conversation.outgoing import Address, OutgoingFile, Sent, TextOut, send_parts
 from messaging_llm_bot.conversation.typing_indicator import Typing
 
 log = logging.getLogger(__name__)
@@ -31,33 +30,21 @@ def quote_of(msg: SignalMessage) -> str:
     return f"{msg.timestamp}:{msg.uuid or msg.number}"
 
 
-async def send_parts(
-    client: SignalClient,
-    chat: str,
-    markdown: str,
-    *,
-    quote: str | None = None,
-    skip_parts: int = 0,
-    on_part_sent: Callable[[int, int], Awaitable[None]] | None = None,
-) -> list[int]:
-    """Send ``markdown`` as Signal parts in order, the first quoting ``quote`` (``quote_of``); returns their
-    timestamps. Raises SignalRpcError/Unavailable."""
-    sent = []
-    for index, part in enumerate(render_signal(markdown)):
-        if index < skip_parts:
-            continue
+async def send_markdown(client: SignalClient, chat: str, text: TextOut) -> Sent:
+    """Send ``text`` as Signal parts in order (conversation/outgoing.py's ``send_parts``), the first quoting
+    ``text.reply_to`` (``quote_of``); the ids are their timestamps. Raises SignalRpcError/Unavailable."""
+
+    async def send(_index: int, part: SignalPart, quote: str | None) -> str:
         params: dict[str, Any] = {**recipient_params(chat), "message": part.text}
         if part.styles:
             params["textStyle"] = part.styles
-        if quote is not None and index == 0:
+        if quote is not None:
             quoted, _, author = quote.partition(":")
             params.update(quoteTimestamp=int(quoted), quoteAuthor=author)
         result = await client.rpc("send", params)
-        stamp = int((result or {}).get("timestamp") or 0)
-        sent.append(stamp)
-        if on_part_sent is not None:
-            await on_part_sent(index, stamp)
-    return sent
+        return str(int((result or {}).get("timestamp") or 0))
+
+    return await send_parts(render_signal(text.markdown), text, send)
 
 
 class SignalOut:
@@ -68,24 +55,13 @@ class SignalOut:
         self.client, self.outage = client, outage
 
     async def send_text(self, to: Address, text: TextOut) -> Sent:
-        async def sent(index: int, stamp: int) -> None:
-            if text.on_part_sent is not None:
-                await text.on_part_sent(index, str(stamp))
-
         try:
-            stamps = await send_parts(
-                self.client,
-                to.chat_id,
-                text.markdown,
-                quote=text.reply_to,
-                skip_parts=text.skip_parts,
-                on_part_sent=sent,
-            )
+            sent = await send_markdown(self.client, to.chat_id, text)
         except SignalUnavailable as err:
             self.outage.failed(err)
             raise
         self.outage.ok()
-        return Sent(tuple(str(stamp) for stamp in stamps))
+        return sent
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
         return False  # Signal cannot edit: a reply is sent whole when the turn ends
@@ -100,7 +76,7 @@ class SignalOut:
 async def say(client: SignalClient, msg: SignalMessage, text: str) -> None:
     """Answer ``msg`` in its chat with ``text`` (quoting it in a group), best effort: a failure is logged."""
     try:
-        await send_parts(client, msg.chat, text, quote=quote_of(msg) if msg.group_id else None)
+        await send_markdown(client, msg.chat, TextOut(text, quote_of(msg) if msg.group_id else None))
     except (SignalRpcError, SignalUnavailable) as err:
         log.info("signal: message to %s failed: %s", msg.chat, err)
 
@@ -109,7 +85,7 @@ async def send_to(client: SignalClient, chat_id: str, text: str, conversation: o
     """Send a notice's Markdown to a chat (``sig:+49...``, a number, a UUID or a group id); ``DeliveryError`` when
     it did not arrive, for good when signal-cli refused it (not a Signal user, unknown group)."""
     try:
-        await send_parts(client, chat_of_conversation(chat_id), text)
+        await send_markdown(client, chat_of_conversation(chat_id), TextOut(text))
     except SignalRpcError as err:
         types = ", ".join(sorted(t for t in err.result_types if t))
         reason = f"signal-cli refused it: {err.message}" + (f" ({types})" if types else "")

@@ -35,6 +35,7 @@ from messaging_llm_bot.channels.slack.format import (
     split,
 )
 from messaging_llm_bot.conversation.approvals import Answer, OpenQuestions, answer_of, answer_of_choice, chosen_text
+from messaging_llm_bot.conversation.outgoing import send_parts
 
 
 class SlackChannel:
@@ -60,15 +61,8 @@ class SlackChannel:
         return None
 
     async def send_text(self, to: Address, text: TextOut) -> Sent:
-        ids: list[str] = []
-        for index, part in enumerate(split(text.markdown)):
-            if index < text.skip_parts:
-                continue
-            ts = await self.client.post(to.chat_id, part, to.thread_id)
-            if text.on_part_sent is not None:
-                await text.on_part_sent(index, ts)
-            ids.append(ts)
-        return Sent(tuple(ids))
+        chat, thread = to.chat_id, to.thread_id  # a reply in a thread stays in it
+        return await send_parts(split(text.markdown), text, lambda _i, part, _q: self.client.post(chat, part, thread))
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
         """The message replaced by ``markdown``'s first part; raises like ``send_text``."""

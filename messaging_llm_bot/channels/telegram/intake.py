@@ -18,7 +18,7 @@ from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.media import message_kind
-from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, answer_update, send_plain
+from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, TelegramOut, address, answer_update
 from messaging_llm_bot.channels.telegram.settings import (
     addressed_to_bot,
     album_key,
@@ -103,7 +103,7 @@ class TelegramIntake:
         chat = held.effective_chat
         if chat is not None and self.outage.tell(chat.id):
             try:
-                await send_plain(bot, chat.id, held_text(err))
+                await TelegramOut(bot).send_plain(address(chat.id), held_text(err))
             except (telegram.error.TelegramError, TelegramDeliveryError) as send_err:
                 log.info("telegram: the notice to chat %s that its message waits failed: %s", chat.id, send_err)
         if kept == 0 and not self.turns.stopping:

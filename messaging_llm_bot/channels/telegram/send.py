@@ -6,7 +6,6 @@ once it is gone)."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -19,7 +18,8 @@ from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optiona
 from messaging_llm_bot.channels.telegram.settings import telegram_chat_id, topic_in, topic_of
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.markup import Entity, MessagePart, fit_text
-from messaging_llm_bot.conversation.outgoing import Address, OutgoingFile, Sent, TextOut
+from messaging_llm_bot.conversation.outage import Backoff
+from messaging_llm_bot.conversation.outgoing import Address, OutgoingFile, Sent, TextOut, send_parts
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,6 @@ _TOPIC_GONE_HINTS = ("thread not found", "topic_closed", "topic_deleted", "topic
 
 #: The Bot API's bound on an uploaded photo; a bigger picture goes as a document.
 MAX_PHOTO_BYTES = 10_000_000
-
-PartSentCallback = Callable[[int, int], "Awaitable[None] | None"]
 
 
 class TelegramDeliveryError(RuntimeError):
@@ -67,53 +65,6 @@ def is_entity_error(error: BaseException) -> bool:
     return any(hint in text for hint in _ENTITY_ERROR_HINTS)
 
 
-async def send_markdown(
-    bot: telegram.Bot,
-    chat_id: int,
-    markdown: str,
-    *,
-    reply_to_message_id: int | None = None,
-    skip_parts: int = 0,
-    on_part_sent: PartSentCallback | None = None,
-    topic: int | None = None,
-) -> list[int]:
-    """Render ``markdown`` and send its parts in order; returns the ids of the parts sent by this call.
-
-    ``skip_parts`` resumes after a crash (parts already delivered are not re-sent);
-    ``on_part_sent(index, message_id)`` runs after each delivery. Only part 0 replies to
-    ``reply_to_message_id``. ``topic``: the forum topic the parts go to (``message_thread_id``).
-    Raises TelegramDeliveryError when a part cannot be delivered.
-    """
-    parts = render_markdown(markdown)
-    sent: list[int] = []
-    for index, part in enumerate(parts):
-        if index < skip_parts:
-            continue
-        reply_to = reply_to_message_id if index == 0 else None
-        message_id = await _deliver_part(bot, chat_id, part, index, len(parts), reply_to, topic)
-        sent.append(message_id)
-        if on_part_sent is not None:
-            result = on_part_sent(index, message_id)
-            if inspect.isawaitable(result):
-                await result
-    return sent
-
-
-async def send_plain(
-    bot: telegram.Bot, chat_id: int, text: str, *, reply_to_message_id: int | None = None, topic: int | None = None
-) -> list[int]:
-    """Send ``text`` as it is (no Markdown), in as many parts as it needs; only part 0 replies.
-
-    Same retries as ``send_markdown``; raises TelegramDeliveryError when a part cannot be delivered.
-    """
-    parts = plain_parts(text)
-    sent = []
-    for index, part in enumerate(parts):
-        reply_to = reply_to_message_id if index == 0 else None
-        sent.append(await _deliver_part(bot, chat_id, MessagePart(part, []), index, len(parts), reply_to, topic))
-    return sent
-
-
 async def _deliver_part(
     bot: telegram.Bot,
     chat_id: int,
@@ -127,6 +78,7 @@ async def _deliver_part(
     entities = [MessageEntity.de_json(dict(e), bot) for e in part.entities] or None
     reply = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True) if reply_to else None
     network_failures = flood_waits = 0
+    backoff = Backoff(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS)  # the wait after a network error, doubling
     while True:
         try:
             message = await bot.send_message(
@@ -150,17 +102,17 @@ async def _deliver_part(
             network_failures += 1
             if network_failures >= NETWORK_TRIES:
                 raise TelegramDeliveryError(chat_id, index, count, err) from err
-            await asyncio.sleep(min(BACKOFF_BASE_SECONDS * 2 ** (network_failures - 1), BACKOFF_MAX_SECONDS))
+            await asyncio.sleep(backoff.next())
         except TelegramError as err:  # Forbidden, ChatMigrated, InvalidToken...: retrying cannot help
             raise TelegramDeliveryError(chat_id, index, count, err) from err
 
 
 async def answer_update(update: telegram.Update, bot: telegram.Bot, markdown: str) -> None:
     """Send ``markdown`` to the chat (and forum topic) an update came from; in a group it quotes the message."""
-    chat = update.effective_chat
-    reply_to = update.effective_message.message_id if chat.type != "private" else None
-    topic = topic_of(update.effective_message)  # a command in a forum topic is answered there
-    await send_markdown(bot, chat.id, markdown, reply_to_message_id=reply_to, topic=topic)
+    chat, message = update.effective_chat, update.effective_message
+    reply_to = str(message.message_id) if chat.type != "private" else None
+    # A command in a forum topic is answered there.
+    await TelegramOut(bot).send_text(address(chat.id, topic_of(message)), TextOut(markdown, reply_to))
 
 
 def fit_plain_text(text: str, limit: int = MAX_MESSAGE_UTF16) -> str:
@@ -233,7 +185,7 @@ async def send_to(bot: telegram.Bot, chat_id: str, text: str, conversation: obje
         raise DeliveryError(f"{chat_id!r} is not a Telegram chat id", for_good=True) from None
 
     async def send(topic: int | None) -> None:
-        await send_markdown(bot, target, text, topic=topic)
+        await TelegramOut(bot).send_text(address(target, topic), TextOut(text))
 
     try:
         await or_general(send, topic_in(conversation, target), f"reminder of chat {target}")
@@ -248,6 +200,11 @@ def topic_number(to: Address) -> int | None:
     return None if to.thread_id is None else int(to.thread_id)
 
 
+def address(chat_id: int, topic: int | None = None) -> Address:
+    """The ``Address`` of a chat, or of a forum topic in it."""
+    return Address(str(chat_id), None if topic is None else str(topic))
+
+
 class TelegramOut:
     """The contract's sends over the Bot API (conversation/chat_turns.py's ``Platform``): an ``Address`` is a
     chat's id and its forum topic's; message ids are the Bot API's numbers, as text."""
@@ -256,23 +213,23 @@ class TelegramOut:
         self.bot = bot
 
     async def send_text(self, to: Address, text: TextOut) -> Sent:
-        """The parts from ``text.skip_parts`` on; raises ``TelegramDeliveryError`` when one cannot go."""
+        """``text``'s Markdown as entities, its parts from ``text.skip_parts`` on (conversation/outgoing.py's
+        ``send_parts``), each with flood waits and network errors retried and a plain resend when Telegram
+        refuses the formatting; raises ``TelegramDeliveryError`` when one cannot go."""
+        return await self._send(to, render_markdown(text.markdown), text)
 
-        async def sent(index: int, message_id: int) -> None:
-            if text.on_part_sent is not None:
-                await text.on_part_sent(index, str(message_id))
+    async def send_plain(self, to: Address, text: str, reply_to: str | None = None) -> Sent:
+        """``text`` as it is (no Markdown), in as many parts as it needs; only the first replies. Same retries."""
+        return await self._send(to, [MessagePart(part, []) for part in plain_parts(text)], TextOut(text, reply_to))
 
-        reply_to = int(text.reply_to) if text.reply_to else None
-        ids = await send_markdown(
-            self.bot,
-            int(to.chat_id),
-            text.markdown,
-            reply_to_message_id=reply_to,
-            skip_parts=text.skip_parts,
-            on_part_sent=sent,
-            topic=topic_number(to),
-        )
-        return Sent(tuple(str(one) for one in ids))
+    async def _send(self, to: Address, parts: list[MessagePart], text: TextOut) -> Sent:
+        chat, topic = int(to.chat_id), topic_number(to)
+
+        async def send(index: int, part: MessagePart, reply_to: str | None) -> str:
+            quoted = int(reply_to) if reply_to else None
+            return str(await _deliver_part(self.bot, chat, part, index, len(parts), quoted, topic))
+
+        return await send_parts(parts, text, send)
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
         """The message shows ``markdown``'s first part, formatted; False if the edit did not land."""

@@ -24,7 +24,7 @@ from assistant_framework.access import sees_owner_data
 from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.contract import Address
+from messaging_llm_bot.channels.contract import Address, TextOut
 from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.format import CAPABILITIES
 from messaging_llm_bot.channels.telegram.media import message_kind, save_attachment, transcribe_voice
@@ -32,10 +32,9 @@ from messaging_llm_bot.channels.telegram.progress import TelegramLive
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
     TelegramOut,
+    address,
     or_general,
     refused_for_good,
-    send_markdown,
-    send_plain,
     topic_number,
 )
 from messaging_llm_bot.channels.telegram.settings import chat_of, message_of, strip_mention, topic_in, topic_of
@@ -101,13 +100,13 @@ class TelegramTurns(ChatTurns):
         parts = self._albums.get(item.item_id, [])
         user, private = message.from_user, message.chat.type == "private"
         from_owner = user is not None and user.id == self.settings.owner
-        topic = topic_of(message)  # a forum topic's message is answered in that topic
+        to = address(message.chat_id, topic_of(message))  # a forum topic's message is answered in that topic
         return TurnMessage(
-            Address(str(message.chat_id), None if topic is None else str(topic)),
+            to,
             user.id if user else None,
             sees_owner_data(from_owner, private),
             from_owner,
-            self._received(message, parts),
+            self._received(message, parts, to),
             message.message_id,
             joinable(message),
             chat_id=message.chat_id,
@@ -154,7 +153,7 @@ class TelegramTurns(ChatTurns):
             return False
         raise DeliveryError(str(err)) from err
 
-    def _received(self, message: telegram.Message, parts: Sequence[InboxItem]) -> Received:
+    def _received(self, message: telegram.Message, parts: Sequence[InboxItem], to: Address) -> Received:
         """The message (with the rest of its album) as the model reads it (conversation/turn.py)."""
         bot, kind = self.bot, message_kind(message)
         # Someone else's words passed on by the user (a forward, an inline bot's text): data, never instructions.
@@ -167,9 +166,7 @@ class TelegramTurns(ChatTurns):
 
         async def echo(text: str) -> None:  # a transcript longer than one message goes in parts
             try:
-                await send_plain(
-                    bot, message.chat_id, text, reply_to_message_id=message.message_id, topic=topic_of(message)
-                )
+                await self.platform.send_plain(to, text, str(message.message_id))
             except TelegramDeliveryError as err:  # the echo is a courtesy: the note is still answered
                 log.warning("telegram: could not show the transcript in chat %s: %s", message.chat_id, err)
 
@@ -218,7 +215,7 @@ class TelegramTurns(ChatTurns):
 
         async def tell(text: str) -> None:
             try:
-                await send_markdown(self.bot, owner, text)
+                await self.platform.send_text(Address(str(owner)), TextOut(text))
             except (TelegramDeliveryError, TelegramError) as err:
                 log.warning("jobs: could not tell the owner about %s: %s", item.item_id, err)
 

@@ -39,6 +39,7 @@ from messaging_llm_bot.channels.whatsapp.graph import (
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
 from messaging_llm_bot.conversation.markup import plain_parts
+from messaging_llm_bot.conversation.outgoing import send_parts
 
 #: Meta's bound on one template parameter.
 TEMPLATE_PARAM_CHARS = 1024
@@ -128,23 +129,19 @@ class WhatsAppChannel:
         number = to.chat_id
         inside = self.window.is_open(number)
         parts = split(text.markdown) if inside else template_parts(text.markdown)
-        ids: list[str] = []
-        for index, part in enumerate(parts):
-            if index < text.skip_parts:
-                continue
+
+        async def send(_index: int, part: str, reply_to: str | None) -> str:
             payload: OutgoingMessage
             if inside:
                 message: TextMessage = {"to": number, "type": "text", "text": {"body": part}}
-                if index == 0 and text.reply_to:
-                    message["context"] = {"message_id": text.reply_to}
+                if reply_to:
+                    message["context"] = {"message_id": reply_to}
                 payload = message
             else:
                 payload = self._template(number, part)
-            message_id = await self.client.send(payload)
-            if text.on_part_sent is not None:
-                await text.on_part_sent(index, message_id)
-            ids.append(message_id)
-        return Sent(tuple(ids))
+            return await self.client.send(payload)
+
+        return await send_parts(parts, text, send)
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
         return False  # the Cloud API cannot edit a sent message
