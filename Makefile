@@ -6,7 +6,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 CONFIG ?= config
 WORKSPACE ?= workspace
 
-.PHONY: run chat setup doctor test check lint test-model model-server install clean synapse
+.PHONY: run chat setup doctor test file-costs check lint test-model model-server install clean synapse
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -59,8 +59,12 @@ synapse: $(SYNAPSE_STAMP)
 test: $(DEV_STAMP) $(SYNAPSE_STAMP)
 	# Four workers (most tests wait on sockets and subprocesses: on 2 idle cores 4 took 248 s where 3 took 270 s,
 	# docs/benchmarks.md); a file stays in one
-	# worker: some files share one browser or server across tests that build on each other.
+	# worker: some files share one browser or server across tests that build on each other. The files go out
+	# costliest first (tests/schedule.py, from tests/file_costs.json; make file-costs records it again).
 	$(PY) -m pytest -n 4 --dist loadfile
+
+file-costs: $(DEV_STAMP) $(SYNAPSE_STAMP)
+	$(PY) -m pytest -n 4 --dist loadfile -q --write-file-costs
 
 # The edit loop's tier: lint, then every test that starts no process, serves on no socket, drives no browser
 # and is not marked slow (tests/tiers.py sets the markers from what each test uses; make test runs them all).

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 # The harnesses' fixtures (Telegram: fake, start_bot; Signal: daemon, start; email: email_imap, email_smtp,
 # start_email; skills: manager, ctx), and the
-# guard that fails a test whose process reaches past loopback (tests/loopback_only.py).
+# guard that fails a test whose process reaches past loopback (tests/loopback_only.py), and the order xdist
+# hands the files out in (tests/schedule.py).
 pytest_plugins = [
     "tests.telegram_harness",
     "tests.signal_harness",
@@ -33,6 +34,7 @@ pytest_plugins = [
     "tests.discord_harness",
     "tests.skills_harness",
     "tests.loopback_only",
+    "tests.schedule",
 ]
 
 # python-telegram-bot 22 warns that ``retry_after`` and media ``duration`` become ``timedelta``; our code takes
