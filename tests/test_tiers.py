@@ -10,8 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from tests import preload, tiers
 from tests.fakes.chat_server import FakeChatServer
 
@@ -85,9 +83,9 @@ def test_the_project_s_web_server_is_a_server() -> None:
 
 GUARDED = """
 import importlib
-import time
 
 import pytest
+from _pytest import timing
 
 
 def test_quick():
@@ -95,12 +93,12 @@ def test_quick():
 
 
 def test_over_the_bound():
-    time.sleep(1.5)
+    timing.sleep(1.5)
 
 
 @pytest.mark.slow(reason="the guard's own test: allowed past the bound")
 def test_marked_slow():
-    time.sleep(1.5)
+    timing.sleep(1.5)
 
 
 def test_a_library_looking_for_a_shared_library():
@@ -114,17 +112,29 @@ def test_a_process_the_markers_did_not_see():
 """
 
 
-@pytest.mark.slow(
-    reason="runs a pytest of its own that sleeps past its bound twice: 5.5 s idle, 43 s in a CI run at load 3, "
-    "where its child process competed with four workers"
-)
+#: The inner run's clock is pytest's own test clock (``_pytest.timing.MockTiming``, as pytest tests its
+#: durations): a phase lasts exactly what its ``timing.sleep`` says, so the phases over the bound are over
+#: it by 0.5 s and the others at 0 s, however loaded the machine, and nothing waits.
+GUARDED_CONFTEST = """
+import pytest
+from _pytest.timing import MockTiming
+
+pytest_plugins = ["tests.conftest"]
+
+
+def pytest_configure(config):
+    MockTiming().patch(pytest.MonkeyPatch())
+"""
+
+
 def test_the_guard_fails_an_unseen_process_and_a_phase_over_the_bound_and_prints_the_time(tmp_path: Path) -> None:
-    """A pytest run of its own on four tests, under this conftest, with a 1 s bound."""
+    """A pytest run of its own on five tests, under this conftest, with a 1 s bound on pytest's test clock;
+    a process (forked by the worker's zygote: a pytest start without its imports)."""
     (tmp_path / "tests").symlink_to(ROOT / "tests")
     (tmp_path / "test_guarded.py").write_text(textwrap.dedent(GUARDED), encoding="utf-8")
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.conftest"]\n', encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(GUARDED_CONFTEST), encoding="utf-8")
     env = {**os.environ, tiers.BOUND_ENV: "1", "PYTHONPATH": str(tmp_path)}
-    run = subprocess.run(
+    run = preload.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", str(tmp_path / "test_guarded.py")],
         cwd=tmp_path,
         env=env,
