@@ -60,6 +60,11 @@ class CalDAVServer:
                 f"127.0.0.1:{self.port}",
                 "--auth-type",
                 "none",
+                # A client's first request goes without credentials and is answered 401 (caldav then sends
+                # them): Radicale holds every such answer about a second by default (``[auth] delay``, against
+                # password guessing), and the skill opens a connection per call.
+                "--auth-delay",
+                "0",
                 "--storage-filesystem-folder",
                 str(storage),
             ],
