@@ -65,8 +65,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "matrix-txn-random",
         "messaging_llm_bot/channels/matrix/channel.py",
-        "        event_id = await self.client.send(to.chat_id, content, txn_id(text.key, index))",
-        '        event_id = await self.client.send(to.chat_id, content, txn_id("", index))',
+        "            return await self.client.send(to.chat_id, content, txn_id(text.key, index))",
+        '            return await self.client.send(to.chat_id, content, txn_id("", index))',
         "a reply part sent again after a crash (out, not yet in the ledger) is a second message",
         MATRIX,
     ),
