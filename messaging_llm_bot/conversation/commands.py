@@ -7,6 +7,7 @@ frontends decide how to render it. ``run_command`` maps ``/name args`` to a buil
 from __future__ import annotations
 
 import importlib.util
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,6 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from assistant_framework.skills import SkillManager
     from messaging_llm_bot.agent.sessions import Session
     from messaging_llm_bot.conversation.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 #: (command, description) shown by /help.
 COMMANDS: list[tuple[str, str]] = [
@@ -255,6 +258,7 @@ def run_command(runtime: Runtime, conversation_id: str, text: str, *, owner_data
     name, _, rest = text[1:].partition(" ")
     name = name.split("@", 1)[0].lower()
     if name in OWNER_ONLY_COMMANDS and not command_allowed(name, owner_data):
+        log.info("commands: /%s refused in %s (owner only)", name, conversation_id)
         return owner_only_text(name)
     if name == "status" and not owner_data:
         return GUEST_STATUS

@@ -1,29 +1,24 @@
 """Who the Telegram bot serves: the allowlist gate before every handler, strangers' one short refusal
 (conversation/strangers.py; here: who is one, and whether a group message addressed the bot), the owner's own
-private chat for the owner's data and owner-only commands."""
+private chat for the owner's data (owner-only commands are refused elsewhere by conversation/commands.py)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 import telegram
 from telegram import Update
 from telegram.ext import ApplicationHandlerStop, ContextTypes
 
-from assistant_framework.access import command_allowed, sees_owner_data
+from assistant_framework.access import sees_owner_data
 from assistant_framework.config.settings import TelegramSettings
-from messaging_llm_bot.channels.telegram.send import answer_update
 from messaging_llm_bot.channels.telegram.settings import addressed_to_bot, for_other_bot, is_command
-from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.strangers import Strangers, ToldRecently
 from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
 
 
 def refusal_text(user_id: int) -> str:
@@ -63,26 +58,6 @@ class Access:
         """True when the owner sent the update (in any chat): their turns go first, and are never refused."""
         user = update.effective_user
         return user is not None and user.id == self.settings.owner
-
-    def owner_only(self, name: str, callback: Handler) -> Handler:
-        """``callback`` of an owner-only command, run only in the owner's own private chat.
-
-        The check sits in the handler PTB chose, so whatever spelling PTB matched (``/NOW``, ``/now!``,
-        ``/now@Bot``) is the command checked: no second parser that could read it differently."""
-
-        async def checked(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-            if command_allowed(name, self.owner_data(update)):
-                await callback(update, context)
-                return
-            log.info(
-                "telegram: /%s refused for user %s in chat %s (owner only)",
-                name,
-                update.effective_user.id if update.effective_user else None,
-                update.effective_chat.id if update.effective_chat else None,
-            )
-            await answer_update(update, context.bot, texts.owner_only_text(name))
-
-        return checked
 
     # -- gate (group -2) --------------------------------------------------------
 

@@ -1,17 +1,18 @@
-"""The Telegram slash commands: each known name has its PTB handler (owner-only ones behind the check in
-telegram/access.py, on the name PTB matched), and its answer is the conversation service's
-(conversation/commands.py: the same texts and rules in every channel). What is Telegram's own: /reset's
+"""The Telegram slash commands: each known name has its PTB handler, and its answer is the conversation service's
+to the name PTB matched (conversation/commands.py: the same texts and rules in every channel, the owner-only
+commands refused outside the owner's own private chat). What is Telegram's own: /reset's
 buttons, /stop declining an open question's buttons, and an unknown command meant for another bot."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes, MessageHandler, filters
 
-from assistant_framework.access import OWNER_ONLY_COMMANDS
-from messaging_llm_bot.channels.telegram.access import Access, Handler
+from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.send import answer_update
 from messaging_llm_bot.channels.telegram.settings import for_other_bot, message_conversation, message_of
 from messaging_llm_bot.channels.telegram.turn import TelegramTurns
@@ -25,6 +26,8 @@ COMMAND = filters.COMMAND & ~filters.FORWARDED
 #: The commands answered by the conversation service's text alone (``start`` is /help's old name); /stop and
 #: /reset are Telegram's own (``Commands.register``).
 SHARED = ["start", *(name for name, _ in texts.COMMANDS if name not in ("stop", "reset"))]
+
+Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
 
 
 class Commands:
@@ -45,7 +48,8 @@ class Commands:
 
     def shared(self, name: str) -> Handler:
         """The handler of ``/name``: the conversation service's answer to the name PTB matched (never a name
-        read again from the text, which could differ: ``/NOW@Bot``), with the rest of the line as it was sent."""
+        read again from the text, which could differ: ``/NOW@Bot``), with the rest of the line as it was sent;
+        an owner-only one is checked there on that name, against the owner's own private chat (``owner_data``)."""
 
         async def answer(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             words = (message_of(update).text or "").split(None, 1)
@@ -86,13 +90,10 @@ class Commands:
         await query.edit_message_text(text)
 
     def register(self, app: Application) -> None:
-        """Add the command handlers (owner-only ones behind their check), /reset's buttons and the answer to
-        an unknown command."""
+        """Add the command handlers, /reset's buttons and the answer to an unknown command."""
         own: dict[str, Handler] = {"stop": self.cmd_stop, "reset": self.cmd_reset}
         for name in (*SHARED, *own):
             callback = own.get(name) or self.shared(name)
-            if name in OWNER_ONLY_COMMANDS:
-                callback = self.access.owner_only(name, callback)
             app.add_handler(CommandHandler(name, callback, filters=ONLY_NEW & ~filters.FORWARDED))
         app.add_handler(CallbackQueryHandler(self.on_reset_choice, pattern=r"^reset:(yes|no)$"))
         app.add_handler(MessageHandler(ONLY_NEW & COMMAND, self.on_unknown_command))
