@@ -19,18 +19,16 @@ from messaging_llm_bot.channels.signal.client import (
     parse_sse,
     unwrap_event,
 )
-from messaging_llm_bot.channels.signal.format import inline_links, render_signal
+from messaging_llm_bot.channels.signal.format import render_signal
 from messaging_llm_bot.channels.signal.settings import (
     SignalMessage,
     addressed_to_bot,
-    allows_any,
     model_text,
-    owner_in,
-    owner_of,
     parse_event,
     recipient_params,
 )
 from messaging_llm_bot.conversation.jobs import next_daily
+from messaging_llm_bot.conversation.markup import inline_links
 from messaging_llm_bot.conversation.routes import channel_of
 from tests.fakes.signal_daemon import FakeSignalDaemon
 from tests.signal_harness import BOT, GROUP, OWNER
@@ -123,12 +121,12 @@ def _signal(section: dict) -> SignalSettings:
 
 
 def test_allowlist_is_deny_by_default_and_takes_numbers_or_uuids():
-    assert not allows_any(_signal({}), {OWNER, UUID})
+    assert not _signal({}).allows(OWNER) and not _signal({}).allows(UUID)
     settings = _signal({"allowed": [UUID.upper(), OWNER]})
-    assert allows_any(settings, {UUID}) and allows_any(settings, {OWNER})
-    assert not allows_any(settings, {"+15559999999", "aaaaaaaa-0b0a-4000-8000-000000000001"})
-    assert owner_of(settings) == UUID  # the first allowed, normalised
-    assert owner_in(settings, {"+15550000001", UUID}) and not owner_in(settings, {OWNER})
+    assert settings.allows(UUID) and settings.allows(OWNER)
+    assert not settings.allows("+15559999999") and not settings.allows("aaaaaaaa-0b0a-4000-8000-000000000001")
+    assert settings.owner_id == UUID  # the first allowed, normalised
+    assert settings.is_owner(UUID) and not settings.is_owner(OWNER)
 
 
 def test_group_rules_and_mentions():

@@ -89,8 +89,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "matrix-notices-never-reach-the-owner",
         f"{BOT}/channels/matrix/service.py",
-        "        self.notices = self.owner_notices(self._send_to, self._owner_conversation)",
-        "        self.notices = self.owner_notices(self._send_to, lambda: None)",
+        "lambda chat, text, conversation: self.turns.send_to(chat, text, conversation), self._owner_conversation",
+        "lambda chat, text, conversation: self.turns.send_to(chat, text, conversation), lambda: None",
         "Matrix's collector notices and morning digest reach no one: the owner's direct room is never asked",
         BUSY_KIT,
     ),

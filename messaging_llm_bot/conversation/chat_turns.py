@@ -284,12 +284,25 @@ class ChatTurns(ItemTurns):
 
         return await self.deliver_until(item, to.chat_id, attempt)
 
-    async def say(self, to: Address, text: str) -> None:
-        """A short text, best effort: a failure is logged."""
+    async def say(self, to: Address, text: str, reply_to: str | None = None) -> None:
+        """A short text (quoting ``reply_to``), best effort: a failure is logged."""
         try:
-            await self.platform.send_text(to, TextOut(text))
+            await self.platform.send_text(to, TextOut(text, reply_to))
         except self.SEND_ERRORS as err:
             log.info("%s: could not say %r in %s: %s", self.channel, text[:40], to.chat_id, err)
+
+    async def send_to(self, conversation_id: str, text: str, _conversation: object = None) -> None:
+        """A notice's or a reminder's Markdown into a conversation, not through the inbox (conversation/notices.py's
+        ``SendTo``); ``DeliveryError`` when it did not arrive (``undelivered``)."""
+        try:
+            await self.platform.send_text(self.address_of(conversation_id), TextOut(text))
+        except self.SEND_ERRORS as err:
+            raise self.undelivered(err) from err
+
+    def undelivered(self, err: Exception) -> DeliveryError:
+        """What a notice's failed send (one of ``SEND_ERRORS``) tells conversation/notices.py: by default to try
+        again later, unless the channel's ``DeliveryError`` says it is for good."""
+        return DeliveryError(str(err), for_good=isinstance(err, DeliveryError) and err.for_good)
 
     async def answer_job(self, item: InboxItem) -> None:
         """A job run answered once (``ItemTurns.run_job``) in its conversation, delivered like a reply."""

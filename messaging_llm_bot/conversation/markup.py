@@ -158,22 +158,53 @@ def terminal_text(markdown: str) -> str:
     converted = markdown_entities(markdown)
     if converted is None:
         return unescape_markdown(markdown)
-    text, entities = converted
-    # Entity offsets count UTF-16 units; map them to positions in the str.
-    positions, units = {0: 0}, 0
-    for index, ch in enumerate(text, 1):
-        units += utf16_units(ch)
-        positions[units] = index
+    text, _entities = inline_links(*converted)
+    return re.sub(r"^⦁ ", "- ", text, flags=re.MULTILINE)  # a list as it was typed, not Telegram's bullet
+
+
+def inline_links(text: str, entities: list[Entity]) -> tuple[str, list[Entity]]:
+    """Each link's address written after its label (``label (url)``), for a platform that shows no link
+    entity (Signal, the terminal): the ranges after it shifted, one around it grown, the link's own grown to
+    hold its address (label and address stay in one part); a label that holds its address already is left as
+    it is (pure)."""
     links = sorted(
         (e for e in entities if e.get("type") == "text_link" and e.get("url")),
         key=lambda e: e["offset"] + e["length"],
         reverse=True,
     )
-    for entity in links:
-        end = positions.get(entity["offset"] + entity["length"])
-        if end is not None and entity["url"] not in text[max(0, end - len(entity["url"]) - 2) : end]:
-            text = f"{text[:end]} ({entity['url']}){text[end:]}"
-    return re.sub(r"^⦁ ", "- ", text, flags=re.MULTILINE)  # a list as it was typed, not Telegram's bullet
+    if not links:
+        return text, entities
+    entities = [e.copy() for e in entities]
+    for link in links:
+        link = next(
+            e
+            for e in entities
+            if e.get("type") == "text_link"
+            and e.get("url") == link["url"]
+            and e["offset"] == link["offset"]
+            and e["length"] == link["length"]
+        )
+        pos = link["offset"] + link["length"]
+        if link["url"] in slice16(text, link["offset"], pos):
+            continue
+        suffix = f" ({link['url']})"
+        width = utf16_len(suffix)
+        text = slice16(text, 0, pos) + suffix + slice16(text, pos, None)
+        for ent in entities:
+            if ent is link:
+                continue
+            if ent["offset"] >= pos:
+                ent["offset"] += width
+            elif ent["offset"] + ent["length"] > pos:
+                ent["length"] += width
+        link["length"] += width
+    return text, entities
+
+
+def slice16(text: str, start: int, end: int | None) -> str:
+    """``text`` from UTF-16 unit ``start`` to ``end`` (None: its end), as entity offsets count."""
+    raw = text.encode("utf-16-le", "surrogatepass")
+    return raw[2 * start : None if end is None else 2 * end].decode("utf-16-le", "surrogatepass")
 
 
 def render_parts(markdown: str, limit: int, size: CharSize = utf16_units) -> list[MessagePart]:

@@ -1,8 +1,8 @@
 """Who a chat channel answers: its section's ``allowed`` ids and its ``owner`` (null: the first allowed).
 
-The Matrix, WhatsApp, Slack and Discord records share these questions; a record whose platform names a
-sender otherwise than the config writes it (WhatsApp: ``+49...`` in the config, the digits from Meta) says so
-in ``id_of``.
+The Signal, Matrix, WhatsApp, Slack and Discord records share these questions; a record whose platform names a
+sender otherwise than the config writes it (WhatsApp: ``+49...`` in the config, the digits from Meta; Signal: an
+account UUID in lower case) says so in ``id_of``.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -40,6 +41,8 @@ SIGNAL_ID = pattern(
     "^(\\+[1-9][0-9]{6,14}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$",
     "an E.164 number or a Signal ACI UUID",
 )
+#: A Signal ACI UUID (signal-cli writes it in lower case).
+SIGNAL_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 #: A Matrix user id: @localpart:server.
 MATRIX_USER = pattern("^@[^:\\s]+:[^\\s]+$", "a Matrix user id")
 
@@ -85,9 +88,15 @@ class TelegramSettings:
         return self.allowed_user_ids[0] if self.allowed_user_ids else None
 
 
+def signal_id(value: str) -> str:
+    """A Signal id as signal-cli names a sender: a phone number as written (E.164), a UUID in lower case."""
+    value = str(value).strip()
+    return value.lower() if SIGNAL_UUID.match(value) else value
+
+
 @dataclass(frozen=True)
-class SignalSettings:
-    """The ``signal`` section (docs/signal.md)."""
+class SignalSettings(Allowlist):
+    """The ``signal`` section (docs/signal.md); ``allowed`` and ``owner`` hold numbers or account UUIDs."""
 
     enabled: bool = field(default=False, metadata=reads(flag))
     base_url: str = field(default="http://127.0.0.1:8080", metadata=reads(text, pattern=HTTP_URL))
@@ -98,6 +107,9 @@ class SignalSettings:
     group_mode: str = field(default="mention", metadata=reads(one_of(*GROUP_MODES)))
     typing: bool = field(default=True, metadata=reads(flag))
     morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
+
+    def id_of(self, configured: str) -> str:
+        return signal_id(configured)
 
     # The bot needs its own number to talk to the daemon and to notice mentions of itself.
     SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(

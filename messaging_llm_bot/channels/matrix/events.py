@@ -24,7 +24,7 @@ import nio
 from assistant_framework.config.settings import MatrixSettings
 from assistant_framework.inbox import InboxItem
 from assistant_framework.json_types import JsonObject
-from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
+from messaging_llm_bot.channels.contract import Address, DeliveryError
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, is_command, parse_message
@@ -214,7 +214,7 @@ class SyncReader:
         if event.get("type") == "m.room.encrypted":
             if host.config.allows(sender) and await asyncio.to_thread(host.state.tell_once, f"e2ee:{room_id}"):
                 log.warning("matrix: %s is end-to-end encrypted; told the room that I cannot read it", room_id)
-                await self.say(Address(room_id), ENCRYPTED_TEXT)
+                await host.turns.say(Address(room_id), ENCRYPTED_TEXT)
             return True
         msg = parse_message(room_id, event, self._direct(room_id), self.bot)
         if msg is None:
@@ -230,9 +230,7 @@ class SyncReader:
                 return True  # the answer to an open yes/no question, not a new message
         chat = msg.conversation_id
 
-        async def answer(text: str) -> None:
-            await self.say(msg.address, text)
-
+        answer = functools.partial(host.turns.say, msg.address)
         if is_command(msg):
             decline = functools.partial(host.channel.questions.decline_all, room_id)  # its open question: a no
             owner_data = msg.direct and owner
@@ -257,16 +255,10 @@ class SyncReader:
         await self.strangers.answer(
             msg.sender,
             refusal,
-            lambda text: self.say(msg.address, text),
+            functools.partial(self.host.turns.say, msg.address),
             private=msg.direct,
             addressed=msg.mentions_bot,
         )
-
-    async def say(self, to: Address, text: str) -> None:
-        try:
-            await self.host.channel.send_text(to, TextOut(text))
-        except (MatrixUnavailable, DeliveryError) as err:
-            log.info("matrix: could not say %r in %s: %s", text[:40], to.chat_id, err)
 
     def replay(self) -> None:
         """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""

@@ -17,11 +17,10 @@ from typing import Any
 from assistant_framework.config.settings import MatrixSettings
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixClient, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.events import SyncReader
-from messaging_llm_bot.channels.matrix.settings import MatrixLogin, address_of, conversation_of
+from messaging_llm_bot.channels.matrix.settings import MatrixLogin, conversation_of
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import MatrixTurns
 from messaging_llm_bot.conversation.outage import Backoff
@@ -59,7 +58,9 @@ class MatrixService(ChannelService):
         self.channel: MatrixChannel
         self.turns: MatrixTurns
         self.reader: SyncReader
-        self.notices = self.owner_notices(self._send_to, self._owner_conversation)
+        self.notices = self.owner_notices(
+            lambda chat, text, conversation: self.turns.send_to(chat, text, conversation), self._owner_conversation
+        )
 
     @property
     def config(self) -> MatrixSettings:
@@ -134,17 +135,6 @@ class MatrixService(ChannelService):
         """Where a Matrix job's runs go: the owner's direct room (known once the owner wrote there)."""
         room = self.state.state.owner_room
         return conversation_of(room) if room else None
-
-    async def _send_to(self, conversation_id: str, text: str, _conversation: object) -> None:
-        """Text to a conversation (``mx:`` room, thread); ``DeliveryError``, for good when the homeserver
-        refused it (the bot left the room), else to try again later."""
-        room, thread = address_of(conversation_id)
-        try:
-            await self.channel.send_text(Address(room, thread), TextOut(text))
-        except DeliveryError as err:
-            raise DeliveryError(f"the homeserver refused it: {err}", for_good=True) from err
-        except MatrixUnavailable as err:
-            raise DeliveryError(str(err)) from err
 
     def _owner_conversation(self) -> str | None:
         """Where notices and the digest go: the owner's direct room, known once the owner wrote there."""

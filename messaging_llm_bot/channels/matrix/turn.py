@@ -117,6 +117,12 @@ class MatrixTurns(ChatTurns):
         await self.platform.client.send(to.chat_id, edit_content(event_id, first), txn_id(item.item_id, "edit"))
         return True
 
+    def undelivered(self, err: Exception) -> DeliveryError:
+        """A notice the homeserver refused (the bot left the room) is refused for good."""
+        if isinstance(err, DeliveryError):
+            return DeliveryError(f"the homeserver refused it: {err}", for_good=True)
+        return super().undelivered(err)
+
     async def send_workspace_file(self, item: InboxItem, to: Address, one: FileToSend) -> str:
         """The ``send_file`` skill's file into the turn's room (through the media repository); its event id. The
         transaction id is the item's and the file's: the same call after a crash is the same event."""

@@ -18,7 +18,6 @@ from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalUnavailable
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
     SignalMessage,
@@ -119,9 +118,7 @@ class EventReader:
             return  # the answer to an open confirmation question, not a new message
         owner = sender.owner  # in any chat: never refused over the limit, and first for a free slot
 
-        async def answer(text: str) -> None:
-            await say(service.client, msg, text)
-
+        answer = functools.partial(service.turns.say_to, msg)
         if msg.kind() == "text" and msg.text.startswith("/"):
             decline = functools.partial(service.approvals.resolve, msg.chat, "no")  # an open question: declined
             owner_data = sender.owner_chat(msg)
@@ -144,7 +141,7 @@ class EventReader:
         )
 
         async def tell_held(text: str) -> None:  # in the chat's order
-            service.tasks.spawn(msg.chat, say(service.client, msg, text), owner=owner, exempt=True)
+            service.tasks.spawn(msg.chat, service.turns.say_to(msg, text), owner=owner, exempt=True)
 
         await self.intake.take(arrival, answer, tell_held=tell_held)
 
@@ -155,14 +152,10 @@ class EventReader:
         addressed = addressed_to_bot(
             msg, dataclasses.replace(service.settings, group_mode="mention"), service.account_uuid
         )
-
-        async def answer(text: str) -> None:
-            await say(service.client, msg, text)
-
         who, private = msg.uuid or msg.number or "?", msg.group_id is None
-        pair_as = msg.number or msg.uuid or ""
+        pair_as, say = msg.number or msg.uuid or "", functools.partial(service.turns.say_to, msg)
         await service.strangers.answer(
-            who, refusal_text(msg), answer, private=private, addressed=addressed, pair_as=pair_as
+            who, refusal_text(msg), say, private=private, addressed=addressed, pair_as=pair_as
         )
 
     def replay(self) -> None:

@@ -15,11 +15,11 @@ from messaging_llm_bot.conversation.markup import (
     EMPTY_PLACEHOLDER,
     Entity,
     check_limit,
+    inline_links,
     markdown_entities,
     plain_parts,
     split_rendered,
     utf8_bytes,
-    utf16_len,
 )
 
 MAX_MESSAGE_BYTES = 2000  # signal-cli ServiceConfig.MAX_MESSAGE_SIZE_BYTES
@@ -54,43 +54,6 @@ class SignalPart:
     styles: list[str] = field(default_factory=list)
 
 
-def inline_links(text: str, entities: list[Entity]) -> tuple[str, list[Entity]]:
-    """Write each link's URL after its label (``label (url)``), shifting the other ranges (pure)."""
-    links = sorted(
-        (e for e in entities if e.get("type") == "text_link" and e.get("url")),
-        key=lambda e: e["offset"] + e["length"],
-        reverse=True,
-    )
-    if not links:
-        return text, entities
-    entities = [e.copy() for e in entities]
-    for link in links:
-        link = next(
-            e
-            for e in entities
-            if e.get("type") == "text_link"
-            and e.get("url") == link["url"]
-            and e["offset"] == link["offset"]
-            and e["length"] == link["length"]
-        )
-        label = _slice16(text, link["offset"], link["offset"] + link["length"])
-        if label.strip() == link["url"]:
-            continue
-        pos = link["offset"] + link["length"]
-        suffix = f" ({link['url']})"
-        width = utf16_len(suffix)
-        text = _slice16(text, 0, pos) + suffix + _slice16(text, pos, None)
-        for ent in entities:
-            if ent is link:
-                continue
-            if ent["offset"] >= pos:
-                ent["offset"] += width
-            elif ent["offset"] + ent["length"] > pos:
-                ent["length"] += width
-        link["length"] += width  # label and URL stay in one part
-    return text, entities
-
-
 def styles_of(entities: list[Entity]) -> list[str]:
     """Signal ``textStyle`` strings for the entities that have a Signal style."""
     out = []
@@ -112,8 +75,3 @@ def render_signal(markdown: str, limit: int = MAX_MESSAGE_BYTES) -> list[SignalP
     text, entities = inline_links(*converted)
     parts = [SignalPart(p.text, styles_of(p.entities)) for p in split_rendered(text, entities, limit, utf8_bytes)]
     return parts or [SignalPart(EMPTY_PLACEHOLDER)]
-
-
-def _slice16(text: str, start: int, end: int | None) -> str:
-    raw = text.encode("utf-16-le", "surrogatepass")
-    return raw[2 * start : None if end is None else 2 * end].decode("utf-16-le", "surrogatepass")

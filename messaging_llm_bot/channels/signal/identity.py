@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.config.settings import SignalSettings
+from assistant_framework.config.settings.chat import signal_id
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.signal.settings import SignalMessage, allows_any, normalize_id, owner_in
+from messaging_llm_bot.channels.signal.settings import SignalMessage
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class Identities:
             data = json.loads(self.ws.read_text(IDENTITIES, default="") or "{}")
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
-            return {str(number): normalize_id(str(uuid)) for number, uuid in data.items() if number and uuid}
+            return {str(number): signal_id(str(uuid)) for number, uuid in data.items() if number and uuid}
         except (ValueError, UnicodeDecodeError) as err:
             aside = self.ws.move_aside(IDENTITIES)
             log.warning(
@@ -98,7 +99,9 @@ class Identities:
         if mismatch is not None:
             self._warn(number or "?", uuid, mismatch)
             return SenderVerdict(ids=frozenset(), allowed=False, owner=False, mismatch=mismatch)
-        return SenderVerdict(ids=frozenset(ids), allowed=allows_any(settings, ids), owner=owner_in(settings, ids))
+        allowed = any(settings.allows(one) for one in ids)  # deny by default: one of them is in signal.allowed
+        owner = allowed and settings.owner_id in ids  # the owner, who must be allowed too
+        return SenderVerdict(ids=frozenset(ids), allowed=allowed, owner=owner)
 
     def pin(self, msg: SignalMessage, sender: SenderVerdict) -> None:
         """Record the account of an allowed number's first message that carries one (blocking: writes a file)."""

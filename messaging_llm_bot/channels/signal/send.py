@@ -1,5 +1,5 @@
-"""Sending to a Signal chat: Markdown as styled parts in order, a short answer to a message, a notice (the
-rest is conversation/notices.py), an approval's question (conversation/approvals.py is the rest: Signal has no
+"""Sending to a Signal chat: Markdown as styled parts in order (conversation/chat_turns.py's ``Platform``: a
+reply, a short answer, a notice), an approval's question (conversation/approvals.py is the rest: Signal has no
 buttons, so it is a plain message in the owner's direct chat, answered by their next message there) and the
 "typing…" indicator."""
 
@@ -13,7 +13,7 @@ from typing import Any
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.format import SignalPart, render_signal
 from messaging_llm_bot.channels.signal.media import send_attachment
-from messaging_llm_bot.channels.signal.settings import SignalMessage, chat_of_conversation, recipient_params
+from messaging_llm_bot.channels.signal.settings import SignalMessage, recipient_params
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.outage import Outage
@@ -71,27 +71,6 @@ class SignalOut:
         data = await asyncio.to_thread(file.path.read_bytes)
         mime = mimetypes.guess_type(file.path.name)[0] or "application/octet-stream"
         return Sent((await send_attachment(self.client, to.chat_id, data, mime, file.path.name, file.caption),))
-
-
-async def say(client: SignalClient, msg: SignalMessage, text: str) -> None:
-    """Answer ``msg`` in its chat with ``text`` (quoting it in a group), best effort: a failure is logged."""
-    try:
-        await send_markdown(client, msg.chat, TextOut(text, quote_of(msg) if msg.group_id else None))
-    except (SignalRpcError, SignalUnavailable) as err:
-        log.info("signal: message to %s failed: %s", msg.chat, err)
-
-
-async def send_to(client: SignalClient, chat_id: str, text: str, conversation: object = None) -> None:
-    """Send a notice's Markdown to a chat (``sig:+49...``, a number, a UUID or a group id); ``DeliveryError`` when
-    it did not arrive, for good when signal-cli refused it (not a Signal user, unknown group)."""
-    try:
-        await send_markdown(client, chat_of_conversation(chat_id), TextOut(text))
-    except SignalRpcError as err:
-        types = ", ".join(sorted(t for t in err.result_types if t))
-        reason = f"signal-cli refused it: {err.message}" + (f" ({types})" if types else "")
-        raise DeliveryError(reason if not err.transient else str(err), for_good=not err.transient) from err
-    except SignalUnavailable as err:
-        raise DeliveryError(str(err)) from err
 
 
 def approvals(client: SignalClient) -> ReplyApprovals:

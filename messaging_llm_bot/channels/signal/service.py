@@ -15,18 +15,14 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from assistant_framework.config.settings import SignalSettings
+from assistant_framework.config.settings.chat import signal_id
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.events import EventReader
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.send import approvals, send_to
-from messaging_llm_bot.channels.signal.settings import (
-    PREFIX,
-    allowed_ids,
-    normalize_id,
-    owner_of,
-)
+from messaging_llm_bot.channels.signal.send import approvals
+from messaging_llm_bot.channels.signal.settings import PREFIX
 from messaging_llm_bot.channels.signal.turn import SignalTurns
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.notices import ChannelNotices
@@ -94,7 +90,7 @@ class SignalService(ChannelService):
     def job_conversation(self, job: Job) -> str | None:
         """The conversation a Signal job's runs go to (conversation/job_router.py decides which jobs are
         Signal's): the owner's direct chat, never another chat whatever the row says."""
-        owner = owner_of(self.settings)
+        owner = self.settings.owner_id
         return None if owner is None else PREFIX + owner
 
     @property
@@ -122,9 +118,7 @@ class SignalService(ChannelService):
         self.strangers = Strangers.told_once(self.runtime, "signal", REFUSED_LOG)
         await self.strangers.load()
         loop = asyncio.get_running_loop()
-        self._notices = notices = self.owner_notices(
-            lambda chat, text, conversation: send_to(client, chat, text, conversation), lambda: owner_of(self.settings)
-        )
+        self._notices = notices = self.owner_notices(self.turns.send_to, lambda: self.settings.owner_id)
         events = EventReader(self)
         how = "Send it a message to see your Signal id, then add it with"
         self.warn_if_no_one_allowed(self.settings.allowed, "signal.allowed", how, '["+NUMBER"]')
@@ -132,7 +126,7 @@ class SignalService(ChannelService):
             "signal: serving %s through signal-cli at %s for %s",
             self.settings.account,
             self.settings.base_url,
-            list(allowed_ids(self.settings)),
+            list(self.settings.allowed_ids),
         )
         events.replay()
         await self.join_jobs_sending(
@@ -141,7 +135,7 @@ class SignalService(ChannelService):
             owner_conversation=self.job_conversation,
             start=events.intake.start_job,
             morning_digest=self.settings.morning_digest,
-            ask_owner=self.approvals.owner_approver(lambda: owner_of(self.settings), loop),
+            ask_owner=self.approvals.owner_approver(lambda: self.settings.owner_id, loop),
             reminder_poll_seconds=self.reminder_poll_seconds,
         )
         self._consumer = loop.create_task(events.consume())
@@ -163,7 +157,7 @@ class SignalService(ChannelService):
         self._uuid_asked = True
         if uuid is None:
             log.warning("signal: the account's UUID is unknown: a mention or quote by UUID only is not seen")
-        self.account_uuid = self.turns.account_uuid = normalize_id(uuid) if uuid else None
+        self.account_uuid = self.turns.account_uuid = signal_id(uuid) if uuid else None
 
     async def stop_taking(self) -> None:
         if self._consumer is not None:

@@ -1,4 +1,5 @@
-"""Who the ``signal`` record allows and makes the owner, incoming envelopes as records, and who/what the bot answers.
+"""Incoming envelopes as records, and who/what the bot answers (whom the ``signal`` record allows and makes the
+owner: its ``Allowlist``, assistant_framework/config/settings/allowlist.py).
 
 Pure functions only: no network, no files.
 """
@@ -10,45 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assistant_framework.config.settings import SignalSettings
+from assistant_framework.config.settings.chat import SIGNAL_UUID, signal_id
 from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
-UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 E164_RE = re.compile(r"^\+[1-9][0-9]{6,14}$")
 MENTION_PLACEHOLDER = "\ufffc"  # Signal puts U+FFFC where a mention is, and lists the mentions apart
 #: A body over 2000 bytes travels as this attachment; signal-cli puts its text in "message" and still lists it.
 LONG_TEXT = "text/x-signal-plain"
 PREFIX = "sig:"
-
-
-def normalize_id(value: str) -> str:
-    """A phone number as written (E.164), a UUID in lower case."""
-    value = str(value).strip()
-    return value.lower() if UUID_RE.match(value) else value
-
-
-def allowed_ids(signal: SignalSettings) -> tuple[str, ...]:
-    """``signal.allowed``, normalized (``normalize_id``)."""
-    return tuple(normalize_id(entry) for entry in signal.allowed)
-
-
-def owner_of(signal: SignalSettings) -> str | None:
-    """The owner, normalized: ``signal.owner``, else the first allowed id, else None. Their direct chat sees
-    the owner's data."""
-    if signal.owner:
-        return normalize_id(signal.owner)
-    allowed = allowed_ids(signal)
-    return allowed[0] if allowed else None
-
-
-def allows_any(signal: SignalSettings, ids: set[str] | frozenset[str]) -> bool:
-    """Deny by default: one of the sender's trusted ids (identity.Identities.judge) is in signal.allowed."""
-    return bool({normalize_id(x) for x in ids if x} & set(allowed_ids(signal)))
-
-
-def owner_in(signal: SignalSettings, ids: set[str] | frozenset[str]) -> bool:
-    """True when the sender's trusted ids include the configured owner (who must be allowed too)."""
-    owner = owner_of(signal)
-    return owner is not None and owner in {normalize_id(x) for x in ids if x} and allows_any(signal, ids)
 
 
 @dataclass
@@ -123,7 +93,7 @@ def parse_event(obj: dict[str, Any]) -> SignalMessage | None:
     group = data.get("groupInfo") or {}
     return SignalMessage(
         number=env.get("sourceNumber") or (env.get("source") if E164_RE.match(str(env.get("source") or "")) else None),
-        uuid=normalize_id(str(env["sourceUuid"])) if env.get("sourceUuid") else None,
+        uuid=signal_id(str(env["sourceUuid"])) if env.get("sourceUuid") else None,
         name=str(env.get("sourceName") or ""),
         timestamp=int(data.get("timestamp") or env["timestamp"]),
         text=text,
@@ -137,7 +107,7 @@ def parse_event(obj: dict[str, Any]) -> SignalMessage | None:
 
 def is_bot(number: str | None, uuid: str | None, account: str, account_uuid: str | None) -> bool:
     """True when a number/UUID is the bot's own account."""
-    return bool((number and number == account) or (uuid and account_uuid and normalize_id(uuid) == account_uuid))
+    return bool((number and number == account) or (uuid and account_uuid and signal_id(uuid) == account_uuid))
 
 
 def addressed_to_bot(msg: SignalMessage, settings: SignalSettings, account_uuid: str | None = None) -> bool:
@@ -170,7 +140,7 @@ def model_text(msg: SignalMessage, account: str, account_uuid: str | None = None
 
 def recipient_params(chat: str) -> dict[str, Any]:
     """``send``/``sendTyping`` params addressing a chat id (a number/UUID or a group id)."""
-    if E164_RE.match(chat) or UUID_RE.match(chat):
+    if E164_RE.match(chat) or SIGNAL_UUID.match(chat):
         return {"recipient": [chat]}
     return {"groupId": chat}
 

@@ -22,7 +22,7 @@ from messaging_llm_bot.channels.signal import media
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.format import CAPABILITIES
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.send import SignalOut, quote_of, say, typing
+from messaging_llm_bot.channels.signal.send import SignalOut, quote_of, typing
 from messaging_llm_bot.channels.signal.settings import (
     SignalMessage,
     chat_of_conversation,
@@ -133,6 +133,18 @@ class SignalTurns(ChatTurns):
             raise SendLater(err, logged=True) from err
         return super().send_failed(item, to, err)
 
+    def undelivered(self, err: Exception) -> DeliveryError:
+        if isinstance(err, SignalRpcError) and not err.transient:  # not a Signal user, an unknown group
+            types = ", ".join(sorted(t for t in err.result_types if t))
+            return DeliveryError(
+                f"signal-cli refused it: {err.message}" + (f" ({types})" if types else ""), for_good=True
+            )
+        return super().undelivered(err)
+
+    async def say_to(self, msg: SignalMessage, text: str) -> None:
+        """Answer ``msg`` in its chat with ``text`` (quoting it in a group), best effort: a failure is logged."""
+        await self.say(Address(msg.chat), text, quote_of(msg) if msg.group_id else None)
+
     async def send_voice(self, to: Address, index: int, note: VoiceNote) -> None:
         await media.send_attachment(self.client, to.chat_id, note.audio, "audio/ogg", f"reply-{index + 1}.ogg")
 
@@ -144,9 +156,6 @@ class SignalTurns(ChatTurns):
             saved = await media.save_attachments(self.client, area, msg, today)  # index: the owner's memory
             return await files_input(area, saved, self.runtime.settings, index=index)
 
-        async def echo(text: str) -> None:  # the transcript, as it was understood
-            await say(self.client, msg, text)
-
         # A recording from elsewhere, passed on: someone else's words, quoted by the agent under this label.
         name = media.audio_file_name(msg.attachments[0]) if kind == "voice" else None
         return Received(
@@ -154,7 +163,7 @@ class SignalTurns(ChatTurns):
             model_text(msg, self.settings.account, self.account_uuid) if kind == "text" else "",
             save,
             lambda config: media.transcribe_voice(self.client, msg, config),
-            echo,
+            lambda text: self.say_to(msg, text),  # the transcript, as it was understood
             f"Audio file {name} (transcript)" if name is not None else None,
             unsupported_text(kind),
         )
