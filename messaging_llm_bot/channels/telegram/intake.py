@@ -18,7 +18,7 @@ from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.media import message_kind
-from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, TelegramOut, address, answer_update
+from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, TelegramOut, address, answering
 from messaging_llm_bot.channels.telegram.settings import (
     addressed_to_bot,
     album_key,
@@ -144,21 +144,15 @@ class TelegramIntake:
                 log.exception("telegram: could not persist update %s to the inbox", update.update_id)
         return len(updates), None
 
-    async def over_limit(self, update: Update, bot: telegram.Bot) -> None:
+    async def over_limit(self, update: Update) -> None:
         """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered and out of the inbox;
         the chat is told once per backlog (conversation/chatqueue.py)."""
-        chat = update.effective_chat
         self.duplicates.discard(update.update_id)
         self.albums.dropped(update)
         item = self.items.pop(update.update_id, None)
-
-        async def say(text: str) -> None:
-            try:
-                await answer_update(update, bot, text)
-            except (telegram.error.TelegramError, TelegramDeliveryError) as err:
-                log.info("telegram: the backlog notice to chat %s failed: %s", chat.id, err)
-
-        await self.shared.over_limit(chat.id, say)  # told once per backlog, now while the backlog is there
+        to, quote = answering(update)
+        # Told once per backlog, now while the backlog is there (best effort: ChatTurns.say logs a failure).
+        await self.shared.over_limit(update.effective_chat.id, lambda text: self.turns.say(to, text, quote))
         if item is not None:
             try:
                 await asyncio.to_thread(self.inbox.complete, item.item_id)

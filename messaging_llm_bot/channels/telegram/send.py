@@ -109,10 +109,15 @@ async def _deliver_part(
 
 async def answer_update(update: telegram.Update, bot: telegram.Bot, markdown: str) -> None:
     """Send ``markdown`` to the chat (and forum topic) an update came from; in a group it quotes the message."""
+    to, reply_to = answering(update)
+    await TelegramOut(bot).send_text(to, TextOut(markdown, reply_to))
+
+
+def answering(update: telegram.Update) -> tuple[Address, str | None]:
+    """Where an answer to an update goes (its chat, and the forum topic it came from: a command in a topic is
+    answered there) and the message it quotes (the update's, in a group; None in a private chat)."""
     chat, message = update.effective_chat, update.effective_message
-    reply_to = str(message.message_id) if chat.type != "private" else None
-    # A command in a forum topic is answered there.
-    await TelegramOut(bot).send_text(address(chat.id, topic_of(message)), TextOut(markdown, reply_to))
+    return address(chat.id, topic_of(message)), str(message.message_id) if chat.type != "private" else None
 
 
 def fit_plain_text(text: str, limit: int = MAX_MESSAGE_UTF16) -> str:

@@ -24,7 +24,7 @@ from assistant_framework.access import sees_owner_data
 from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.contract import Address, TextOut
+from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.format import CAPABILITIES
 from messaging_llm_bot.channels.telegram.media import message_kind, save_attachment, transcribe_voice
@@ -213,11 +213,8 @@ class TelegramTurns(ChatTurns):
                 raise DeliveryRefused(f"Telegram refused it: {err.cause}") from None
             return True
 
-        async def tell(text: str) -> None:
-            try:
-                await self.platform.send_text(Address(str(owner)), TextOut(text))
-            except (TelegramDeliveryError, TelegramError) as err:
-                log.warning("jobs: could not tell the owner about %s: %s", item.item_id, err)
+        async def tell(text: str) -> None:  # a paused job, in the owner's chat (best effort: ``say`` logs a failure)
+            await self.say(Address(str(owner)), text)
 
         await answer_job_run(
             self.runtime, self.pool, self.inbox, item, chat_id=chat_id, user_id=owner, deliver=deliver, tell=tell

@@ -79,7 +79,7 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
         job = fe.queues.admit(chat.id, owner=access.from_owner(update))
         if job is None:
             coroutine.close()
-            await fe.intake.over_limit(update, update.get_bot())
+            await fe.intake.over_limit(update)
             return
         await fe.queues.run(job, coroutine)
 
