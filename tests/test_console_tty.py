@@ -63,9 +63,10 @@ def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_ser
     assert [p for p in [ws.root, *ws.root.rglob("*")] if not p.is_symlink() and p.stat().st_mode & 0o077] == []
 
 
-def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, screen):
+def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, screen, poll: float | None = 0.2):
     """The terminal chat's channel (console/service.py) as the chat starts it at a terminal, with no one typing:
-    it joins the process's one scheduler, and prints what comes on ``screen``."""
+    it joins the process's one scheduler, and prints what comes on ``screen``. ``poll``: how often it reads the
+    reminder store (None: the chat's own)."""
     import io
 
     from messaging_llm_bot.channels.console.service import ConsoleService, Terminal
@@ -73,7 +74,8 @@ def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, screen
 
     runtime = make_runtime(bot_config, workspace, tmp_path)
     jobs = ConsoleService(runtime, Terminal(io.StringIO(), io.StringIO(), io.StringIO(), screen))
-    jobs.reminder_poll_seconds = 0.2
+    if poll is not None:
+        jobs.reminder_poll_seconds = poll
     jobs.start()
     return runtime, jobs
 
@@ -104,6 +106,33 @@ def test_console_reminders_deliver_only_this_chats_due_reminders(bot_config, wor
         runtime.shutdown(5)
     assert out.getvalue().count("⏰ due") == 1 and "later" not in out.getvalue()
     assert _statuses(store) == {"due": "delivered", "later": "pending", "telegram's": "pending"}
+
+
+def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
+    bot_config, workspace, tmp_path: Path
+) -> None:
+    """The terminal reads the reminder store every few seconds (one person waits at the prompt), not at the other
+    channels' 30 s: one set meanwhile (the web page, the CLI) is printed well within 15 s."""
+    import io
+
+    from messaging_llm_bot.channels.console.extras import Screen
+    from tests.waiting import wait_until
+
+    store = ReminderStore(workspace)
+    store.add("console", "first", datetime.now(timezone.utc) - timedelta(minutes=1), "UTC")
+    out = io.StringIO()
+    screen = Screen(out, lambda: "")
+    screen.before_prompt()  # at an empty prompt: printed at once
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen, poll=None)
+    try:
+        # Due at the start: printed once the scheduler read the store; from now on only its polls see new ones.
+        wait_until(lambda: _statuses(store)["first"] == "delivered", what="the reminder due at the start")
+        store.add("console", "set meanwhile", datetime.now(timezone.utc), "UTC")
+        wait_until(lambda: _statuses(store)["set meanwhile"] == "delivered", 15, "the reminder set meanwhile")
+    finally:
+        jobs.stop(10)
+        runtime.shutdown(5)
+    assert out.getvalue().count("⏰ set meanwhile") == 1
 
 
 def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server, test_skills_dir) -> None:

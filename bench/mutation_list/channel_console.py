@@ -21,4 +21,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "with the terminal chat the home channel, a served client's ask call is refused instead of asked at the prompt",
         ("test_console_approve.py",),
     ),
+    Mutation(
+        "console-reminder-poll-like-the-others",
+        f"{BOT}/channels/console/service.py",
+        "REMINDER_POLL_SECONDS = 5.0",
+        "REMINDER_POLL_SECONDS = 30.0",
+        "a reminder set outside the running terminal chat (the web page, the CLI) waits up to 30 s, as on the "
+        "other channels, instead of about 5 s for the one person at the prompt",
+        ("test_console_tty.py",),
+    ),
 )

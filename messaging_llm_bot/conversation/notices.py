@@ -52,6 +52,24 @@ async def send_digest(workspace: Workspace, timezone: str, send: SendToOwner) ->
 SendTo = Callable[[str, str, object], Awaitable[None]]
 
 
+async def send_reminder_by(
+    channel: str, chat_id: object, send: Callable[[], Awaitable[object]], *, later: type[Exception], refuser: str
+) -> bool:
+    """A due reminder sent by an adapter whose ``send`` (its ``send_text`` to the reminder's chat) raises
+    ``DeliveryError`` when the platform refused it and ``later``, its own error, when it cannot be reached now
+    (Discord, Slack, WhatsApp): True when it arrived; False to try again at the next poll (the cause at INFO: the
+    scheduler warns once per reminder); ``DeliveryRefused`` ("``refuser`` refused it: ...") when sending again
+    cannot help."""
+    try:
+        await send()
+        return True
+    except DeliveryError as err:
+        raise DeliveryRefused(f"{refuser} refused it: {err}") from err
+    except later as err:
+        log.info("%s: reminder to %s cannot be sent for now: %s", channel, chat_id, err)
+        return False
+
+
 class ChannelNotices:
     """A channel's notices, reminders and morning digest; ``owner`` is the owner's own chat (None: none set),
     ``loop`` the channel's event loop (None before it runs), both read when sending."""

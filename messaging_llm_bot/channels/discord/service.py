@@ -10,6 +10,7 @@ application without the message content intent (the gateway's 4014, also when it
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import logging
 from collections.abc import Sequence
@@ -26,8 +27,8 @@ from messaging_llm_bot.channels.discord.intake import DiscordIntake
 from messaging_llm_bot.channels.discord.settings import PREFIX, DiscordToken, api_url, conversation_of
 from messaging_llm_bot.channels.discord.turn import DiscordTurns, address_of
 from messaging_llm_bot.conversation.job_router import ChannelJobs
+from messaging_llm_bot.conversation.notices import send_reminder_by
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
-from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 
@@ -167,14 +168,8 @@ class DiscordService(ChannelService):
 
     async def send_reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         """A reminder to its ``dc:`` conversation: True when it arrived, False to try later."""
-        try:
-            await self.channel.send_text(address_of(str(chat_id)), TextOut(text))
-            return True
-        except DeliveryError as err:
-            raise DeliveryRefused(f"Discord refused it: {err}") from err
-        except DiscordUnavailable as err:
-            log.info("discord: reminder to %s cannot be sent for now: %s", chat_id, err)
-            return False
+        send = functools.partial(self.channel.send_text, address_of(str(chat_id)), TextOut(text))
+        return await send_reminder_by(self.NAME, chat_id, send, later=DiscordUnavailable, refuser="Discord")
 
     async def send_notice(self, text: str) -> bool:
         """A notice to the owner's DM, through the inbox and the ledger like a reply: it goes out once."""

@@ -10,6 +10,7 @@ lock file), a token Slack refuses, or an address the request URL cannot listen o
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import logging
 import signal
@@ -29,8 +30,8 @@ from messaging_llm_bot.channels.slack.turn import SlackTurns, address_of
 from messaging_llm_bot.channels.slack.webhook import SlackWebhook
 from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.job_router import ChannelJobs
+from messaging_llm_bot.conversation.notices import send_reminder_by
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
-from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService, PerRecord
 
@@ -166,14 +167,8 @@ class SlackService(ChannelService):
 
     async def send_reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         """A reminder to its ``sl:`` conversation: True when it arrived, False to try later."""
-        try:
-            await self.channel.send_text(address_of(str(chat_id)), TextOut(text))
-            return True
-        except DeliveryError as err:
-            raise DeliveryRefused(f"the Slack Web API refused it: {err}") from err
-        except SlackUnavailable as err:
-            log.info("slack: reminder to %s cannot be sent for now: %s", chat_id, err)
-            return False
+        send = functools.partial(self.channel.send_text, address_of(str(chat_id)), TextOut(text))
+        return await send_reminder_by(self.NAME, chat_id, send, later=SlackUnavailable, refuser="the Slack Web API")
 
     async def send_notice(self, text: str) -> bool:
         """A notice to the owner's DM, through the inbox and the ledger like a reply: it goes out once."""

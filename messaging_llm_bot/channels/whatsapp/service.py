@@ -10,6 +10,7 @@ or an address the webhook cannot listen on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from assistant_framework.config.settings import WhatsAppSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
+from messaging_llm_bot.channels.contract import Address, TextOut
 from messaging_llm_bot.channels.whatsapp.channel import OutsideWindow, WhatsAppChannel
 from messaging_llm_bot.channels.whatsapp.graph import GraphClient, GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.intake import WhatsAppIntake
@@ -27,8 +28,7 @@ from messaging_llm_bot.channels.whatsapp.turn import WhatsAppTurns
 from messaging_llm_bot.channels.whatsapp.webhook import WhatsAppWebhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.job_router import ChannelJobs, owner_digest
-from messaging_llm_bot.conversation.notices import send_digest
-from messaging_llm_bot.conversation.reminders import DeliveryRefused
+from messaging_llm_bot.conversation.notices import send_digest, send_reminder_by
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService, PerRecord
 
@@ -134,16 +134,11 @@ class WhatsAppService(ChannelService):
         """A reminder to its ``wa:`` chat (as the template outside the window): True when it arrived, False to
         try later (no connection; outside the window without a template: it waits for the next message)."""
         number = number_of(str(chat_id))
+        send = functools.partial(self.channel.send_text, Address(number), TextOut(text))
         try:
-            await self.channel.send_text(Address(number), TextOut(text))
-            return True
+            return await send_reminder_by(self.NAME, chat_id, send, later=GraphUnavailable, refuser="the Graph API")
         except OutsideWindow:
             self.turns.held.setdefault(f"reminder:{chat_id}", conversation_of(number))
-            return False
-        except DeliveryError as err:
-            raise DeliveryRefused(f"the Graph API refused it: {err}") from err
-        except GraphUnavailable as err:
-            log.info("whatsapp: reminder to %s cannot be sent for now: %s", chat_id, err)
             return False
 
     async def send_notice(self, text: str) -> bool:
