@@ -10,6 +10,7 @@ import pytest
 
 from messaging_llm_bot.channels.signal.service import SignalService
 from tests.fakes.signal_daemon import FakeSignalDaemon
+from tests.waiting import REMINDER_POLL_SECONDS
 from tests.waiting import wait_until as wait_for  # noqa: F401 - the Signal tests' name for it
 
 BOT = "+15550000000"
@@ -37,7 +38,7 @@ class RunningSignal:
     """A SignalService running in a thread; use as a context manager."""
 
     def __init__(self, runtime: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("reminder_poll_seconds", 0.3)
+        kwargs.setdefault("reminder_poll_seconds", REMINDER_POLL_SECONDS)
         kwargs.setdefault("backoff_max", 0.5)
         self.service = SignalService(runtime, stop_signals=None, **kwargs)
         self.exit_code: int | None = None

@@ -13,6 +13,7 @@ from typing import Any
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.telegram.bot import TelegramService
 from tests.fakes.bot_api import FakeBotAPI
+from tests.waiting import REMINDER_POLL_SECONDS
 
 OWNER = 1
 STRANGER = 666
@@ -60,7 +61,9 @@ class RunningBot:
 
     def __init__(self, runtime: Any, poll_timeout: int = 1) -> None:
         self.runtime = runtime
-        self.service = TelegramService(runtime, stop_signals=None, poll_timeout=poll_timeout, reminder_poll_seconds=0.3)
+        self.service = TelegramService(
+            runtime, stop_signals=None, poll_timeout=poll_timeout, reminder_poll_seconds=REMINDER_POLL_SECONDS
+        )
         self.exit_code: int | None = None
         self._thread = threading.Thread(target=self._run, name="telegram-bot-under-test", daemon=True)
 

@@ -12,12 +12,15 @@ from datetime import datetime, timezone
 
 import pytest
 
+from assistant_framework.memory import index_db
 from assistant_framework.memory.index import MemoryIndex
 from tests.telegram_harness import OWNER, texts
 
 
-@pytest.mark.slow(reason="waits out SQLite's busy timeout on a held index (out of make check's tier)")
-def test_a_busy_index_is_not_taken_for_a_broken_one(workspace):
+def test_a_busy_index_is_not_taken_for_a_broken_one(workspace, monkeypatch):
+    # SQLite's busy timeout (5 s, tests/test_reliability_state.py) made short: the writer holds its lock until
+    # the open failed, so every wait for it runs out.
+    monkeypatch.setattr(index_db, "BUSY_TIMEOUT_SECONDS", 0.1)
     MemoryIndex(workspace).close()
     writer = sqlite3.connect(str(workspace.path("memory/index.sqlite3")), isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")  # another connection is writing: the index is busy, not broken

@@ -69,14 +69,15 @@ def test_seen_log_with_bad_bytes_keeps_its_readable_ids(fake, start_bot, workspa
     assert len(warned) == 1 and aside[0] in warned[0]
 
 
-@pytest.mark.slow(reason="waits out SQLite's busy timeout on a locked index (out of make check's tier)")
-def test_a_locked_index_is_not_taken_for_a_broken_one(workspace):
+def test_a_locked_index_is_not_taken_for_a_broken_one(workspace, monkeypatch):
     import sqlite3
 
-    import pytest
-
+    from assistant_framework.memory import index_db
     from assistant_framework.memory.index import MemoryIndex
 
+    # SQLite's busy timeout (5 s: test_the_index_waits_for_a_busy_database_as_long_as_sqlite) made short, as the
+    # lock is held for the whole test and every wait for it runs out.
+    monkeypatch.setattr(index_db, "BUSY_TIMEOUT_SECONDS", 0.1)
     MemoryIndex(workspace).close()
     holder = sqlite3.connect(str(workspace.path("memory/index.sqlite3")), isolation_level=None)
     holder.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -87,3 +88,13 @@ def test_a_locked_index_is_not_taken_for_a_broken_one(workspace):
     finally:
         holder.close()
     assert workspace.list("memory/*.broken-*") == []  # a good index is never moved aside for a lock
+
+
+def test_the_index_waits_for_a_busy_database_as_long_as_sqlite(workspace):
+    from assistant_framework.memory.index import MemoryIndex
+
+    index = MemoryIndex(workspace)
+    try:  # another writer's short transaction is waited for, 5 s at most, before the open fails
+        assert index.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    finally:
+        index.close()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from datetime import datetime, timedelta, timezone
 
 from assistant_framework.stores.reminders import REMINDERS_FILE, ReminderStore
 from tests.signal_harness import OWNER, wait_for
+from tests.waiting import more_reminder_polls
 
 
 def row(rid: str, text: str, due: datetime, **extra) -> dict:
@@ -32,9 +32,9 @@ def test_a_copied_row_with_the_same_id_is_delivered_once_not_every_poll(start, d
         REMINDERS_FILE,
         [row("r1", "call the dentist", now - timedelta(minutes=1)), row("r1", "buy stamps", now - timedelta(hours=3))],
     )
-    start()
+    bot = start()
     wait_for(lambda: not ReminderStore(workspace).pending(), what="both delivered")
-    time.sleep(1.0)  # several polls (0.3 s) later
+    more_reminder_polls(bot.service.runtime, 2)  # more polls: none sends it again
     sent = [s["message"] for s in daemon.sent]
     assert len(sent) == 2 and sent[0].startswith("⏰ buy stamps\n(late: was due") and sent[1] == "⏰ call the dentist"
 

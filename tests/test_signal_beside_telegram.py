@@ -4,7 +4,6 @@ delivers only the reminders set on it."""
 from __future__ import annotations
 
 import logging
-import time
 from datetime import datetime, timedelta, timezone
 
 from assistant_framework.inbox import Inbox
@@ -13,6 +12,7 @@ from tests.fakes.signal_daemon import FakeSignalDaemon
 from tests.signal_harness import BOT
 from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.telegram_harness import OWNER, texts
+from tests.waiting import more_reminder_polls
 
 
 def test_telegram_leaves_signal_items_and_reminders_to_signal(fake, start_bot, workspace, chat_server, caplog):
@@ -24,9 +24,9 @@ def test_telegram_leaves_signal_items_and_reminders_to_signal(fake, start_bot, w
     signal_reminder = store.add(f"sig:{SIGNAL_OWNER}", "signal's reminder", due, "UTC")
     store.add(OWNER, "telegram's reminder", due, "UTC")
     caplog.set_level(logging.INFO)
-    start_bot()
+    bot = start_bot()
     fake.wait_for(lambda: any("telegram's reminder" in t for t in texts(fake)), timeout=10)
-    time.sleep(0.7)  # two more reminder polls
+    more_reminder_polls(bot.runtime, 2)
     assert [i.conversation_id for i in Inbox(workspace).pending()] == [f"sig:{SIGNAL_OWNER}"]
     assert [r["id"] for r in store.pending()] == [signal_reminder["id"]]
     assert not any("signal's reminder" in t or "re:" in t for t in texts(fake))

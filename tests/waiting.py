@@ -9,6 +9,11 @@ from typing import Any, Callable
 #: Between two looks: at least this long, and ``POLL_SHARE`` times what the last look took, at most ``POLL_MAX``.
 POLL_MIN, POLL_SHARE, POLL_MAX = 0.01, 4.0, 0.1
 
+#: How often the harnesses' channels (Telegram, Signal) read the reminder store: the product's 30 s
+#: (conversation/reminders.py: POLL_SECONDS) would be waited out by every test of a reminder added while the bot
+#: runs, or of one tried again at the next poll.
+REMINDER_POLL_SECONDS = 0.1
+
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> None:
     """Poll ``predicate`` until true; AssertionError naming ``what`` when ``timeout`` seconds pass first.
@@ -32,3 +37,14 @@ def for_load(seconds: float) -> float:
     check), grown with the load average per CPU as tests/tiers.py grows its per-test bound: at load 20 on 2
     cores a start of 2 s idle took over 30 s. Never for a wait on an event a race may lose."""
     return seconds * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
+def more_reminder_polls(runtime: Any, count: int = 2, timeout: float = 10.0) -> None:
+    """Return once the reminder scheduler of ``runtime``'s process (conversation/job_router.py) has read the
+    store ``count`` more times: what it would do at every poll (a reminder sent again) has had its chances."""
+    from messaging_llm_bot.conversation.job_router import job_router
+
+    reminders = job_router(runtime).reminders
+    assert reminders is not None, "no channel of this runtime has joined the scheduler"
+    target = reminders.polls + count
+    wait_until(lambda: reminders.polls >= target, timeout, f"{count} more reminder polls")

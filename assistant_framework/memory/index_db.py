@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 8
+#: Seconds the writer's connection waits for another connection's lock before the open fails with "database is
+#: locked" (sqlite3's own default; named so a test of a locked index can shorten it).
+BUSY_TIMEOUT_SECONDS = 5.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -90,7 +93,9 @@ class IndexDatabase:
         # Created 0600 before SQLite opens it: the index holds all memory text, and SQLite gives its
         # -wal and -shm files the database file's mode.
         private_file(self.db_path)
-        conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
+        conn = sqlite3.connect(
+            str(self.db_path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
+        )
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

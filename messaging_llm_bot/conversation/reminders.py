@@ -136,6 +136,7 @@ class ReminderScheduler:
         self._delivering: set[str] = set()
         self._unreadable: dict[str, str] = {}  # reminder id -> due_at already reported as unreadable
         self._failing: dict[str, int] = {}  # reminder id -> failed tries so far (warned once, at the first)
+        self.polls = 0  # reads of the store by the poll so far, each synced (a test waits for the next ones)
 
     def start(self) -> None:
         """Schedule everything pending now and poll the store for changes."""
@@ -146,6 +147,7 @@ class ReminderScheduler:
 
     async def _poll_job(self, context: Any) -> None:
         self.sync(await asyncio.to_thread(self._pending_safely))
+        self.polls += 1
 
     def _pending_safely(self) -> list[Reminder]:
         try:
