@@ -1,26 +1,123 @@
-"""One attachment of a message into the turn, the same on every channel that fetches it by its handle (Matrix,
-WhatsApp): a voice message transcribed when ``llm.transcription`` is set (its words are the turn's text),
-any other file (and a voice message without transcription) saved in the chat's area and read for the model
-(conversation/images.py: pictures for a runner that sees them, a document's text), with the notice that the
-model cannot see images once per chat; a sentence instead when it cannot go (too large, gone, unreadable)."""
+"""A message's attachments into the turn, the same on every channel that fetches them by a handle of the platform's.
+
+``attachment_input`` (Matrix, WhatsApp): one attachment, a voice message transcribed when ``llm.transcription`` is
+set (its words are the turn's text), any other file (and a voice message without transcription) saved in the
+chat's area and read for the model (conversation/images.py: pictures for a runner that sees them, a document's
+text), with the notice that the model cannot see images once per chat; a sentence instead when it cannot go (too
+large, gone, unreadable). ``files_saver`` (Signal, Slack, Discord): every attachment of a message saved and read
+for the model together. The bounds are the same everywhere: a size the platform gives above the channel's limit
+is refused before any byte is fetched (``too_large``), a download is read no further than the limit
+(``read_within``), and either is said to the sender in one sentence.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Protocol
 
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.conversation.attachments import save_bytes
+from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.images import FilesInput, files_input
-from messaging_llm_bot.conversation.turn import ChannelTurns, Received, TurnInput
-from messaging_llm_bot.llm.transcribe import transcribe, transcription_settings
+from messaging_llm_bot.conversation.turn import ChannelTurns, Received, SaveFiles, TurnInput
+from messaging_llm_bot.llm.transcribe import Transcription, transcribe, transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    from assistant_framework.config.settings import TranscriptionSettings
+    from assistant_framework.config.settings import Settings, TranscriptionSettings
     from assistant_framework.memory.service import MemoryService
-    from messaging_llm_bot.llm.transcribe import Transcription
+
+log = logging.getLogger(__name__)
+
+
+def too_large(size: int, limit: int, name: str = "That file") -> str:
+    """The sentence for an attachment whose size (as the platform gives it) is above ``limit`` bytes."""
+    return f"{name} is {size / 1e6:.1f} MB; I take at most {limit // 1_000_000} MB."
+
+
+def larger_than(limit: int) -> str:
+    """The sentence for a download that passed ``limit`` bytes while it was read (``read_within``)."""
+    return f"That file is larger than {limit // 1_000_000} MB, the most I take."
+
+
+async def read_within(chunks: AsyncIterable[bytes], limit: int) -> bytes | None:
+    """The chunks of a download joined, or None as soon as they pass ``limit`` bytes (the rest is not read)."""
+    data = bytearray()
+    async for chunk in chunks:
+        data += chunk
+        if len(data) > limit:
+            return None
+    return bytes(data)
+
+
+@dataclass(frozen=True)
+class Download:
+    """An attachment's bytes and the type the platform gave."""
+
+    data: bytes
+    mime: str
+
+
+@dataclass(frozen=True)
+class FileIn:
+    """One attachment of a message as ``files_saver`` saves it: its file name, its kind and type for the saved
+    file's record, the size the platform gives (None: not given), its caption, and how to fetch it within a
+    limit (its bytes, or the sentence for the sender; it may raise the errors ``files_saver`` is given)."""
+
+    name: str
+    kind: str  # photo, document, voice, file: as attachments.py records it
+    mime: str | None
+    size: int | None
+    fetch: Callable[[int], Awaitable[bytes | str]]
+    caption: str = ""
+
+
+def files_saver(
+    files: Sequence[FileIn],
+    settings: Settings,
+    *,
+    limit: int,
+    source: str,
+    errors: tuple[type[Exception], ...] = (),
+) -> SaveFiles:
+    """The turn's ``Received.save`` for a message's attachments: each fetched within ``limit`` bytes and saved in the
+    chat's area, then read for the model together (conversation/images.py). One that cannot be fetched (too large,
+    one of ``errors`` raised: "I could not fetch it from ``source``") is named to the model with the reason, or
+    answers with it when it is the only one."""
+
+    async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
+        results = [await _save_one(one, area, today, limit, source, errors) for one in files]
+        return await files_input(area, results, settings, index=index)
+
+    return save
+
+
+async def _save_one(
+    one: FileIn, area: Workspace, today: date, limit: int, source: str, errors: tuple[type[Exception], ...]
+) -> SavedFile | str:
+    if one.size is not None and one.size > limit:
+        return too_large(one.size, limit, one.name)
+    try:
+        data = await one.fetch(limit)
+    except errors as err:
+        log.warning("%s: the attachment %s could not be fetched: %s", source, one.name, err)
+        return f"I could not fetch {one.name} from {source}: {err}."
+    if isinstance(data, str):
+        return data
+    kind, mime, caption = one.kind, one.mime, one.caption
+    return await asyncio.to_thread(save_bytes, area, data, one.name, today, kind=kind, mime_type=mime, caption=caption)
+
+
+async def transcribe_file(one: FileIn, config: TranscriptionSettings, limit: int) -> Transcription:
+    """A voice note's transcript (``one`` fetched within ``limit`` bytes), or why there is none in its ``error``."""
+    if one.size is not None and one.size > limit:
+        return Transcription(error=too_large(one.size, limit))
+    data = await one.fetch(limit)
+    if isinstance(data, str):
+        return Transcription(error=data)
+    return await asyncio.to_thread(transcribe, config, data, one.name, one.mime or "audio/aac")
 
 
 class Attachment(Protocol):

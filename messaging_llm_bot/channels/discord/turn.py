@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from functools import partial
 
 from assistant_framework.config.settings import DiscordSettings
 from assistant_framework.inbox import Inbox, InboxItem
@@ -65,7 +64,7 @@ class DiscordTurns(ChatTurns):
             return None
         from_owner = self.config.is_owner(msg.user)
         # Someone's files: outside content, in the chat's own area (the owner's memory in their DM).
-        save = partial(save_files, api_url(self.config), msg, self.runtime.settings)
+        save = save_files(api_url(self.config), msg, self.runtime.settings)
         received = Received("document", save=save) if msg.files else Received("text", msg.text)
         # Only the owner's own DM sees the owner's data.
         return TurnMessage(

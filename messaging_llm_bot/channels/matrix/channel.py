@@ -24,7 +24,7 @@ from messaging_llm_bot.channels.contract import (
     Sent,
     TextOut,
 )
-from messaging_llm_bot.channels.matrix.client import MatrixClient, MatrixDownload, MatrixUnavailable
+from messaging_llm_bot.channels.matrix.client import MatrixClient, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.format import (
     CAPABILITIES,
     MatrixPart,
@@ -35,6 +35,7 @@ from messaging_llm_bot.channels.matrix.format import (
     text_content,
 )
 from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
+from messaging_llm_bot.conversation.media_in import Download, too_large
 from messaging_llm_bot.conversation.outgoing import send_parts
 
 MAX_FILE_OUT_BYTES = CAPABILITIES.max_file_bytes
@@ -134,11 +135,11 @@ class MatrixChannel:
         event_id = await self.client.send(to.chat_id, in_thread(content, to), txn_id(key, f"file:{file.path.name}"))
         return Sent((event_id,))
 
-    async def download(self, media: Media, limit_bytes: int) -> MatrixDownload | str:
+    async def download(self, media: Media, limit_bytes: int) -> Download | str:
         """The attachment's bytes, or a sentence for the user (too large, gone); the size the sender claims is
         checked first, the bytes read are bounded whatever it claimed."""
         if media.size is not None and media.size > limit_bytes:
-            return f"That file is {media.size / 1e6:.1f} MB; I take at most {limit_bytes // 1_000_000} MB."
+            return too_large(media.size, limit_bytes)
         return await self.client.download(media.ref, limit_bytes)
 
     async def fetch(self, media: Media, folder: Path, limit_bytes: int) -> Path:

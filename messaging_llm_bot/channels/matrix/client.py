@@ -10,7 +10,6 @@ never waits forever; the channel retries with backoff itself.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, TypedDict
 from urllib.parse import quote
 
@@ -22,6 +21,7 @@ from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.matrix.format import MessageContent
 from messaging_llm_bot.channels.matrix.settings import MatrixLogin
+from messaging_llm_bot.conversation.media_in import Download, larger_than, read_within
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +79,6 @@ class MatrixUnavailable(Exception):
 
 class LoginFailed(Exception):
     """The homeserver refused the bot's credentials: one sentence for the owner."""
-
-
-@dataclass(frozen=True)
-class MatrixDownload:
-    """A file from the media repository: its bytes and the type the server gave."""
-
-    data: bytes
-    mime: str
 
 
 def _failed(answer: nio.ErrorResponse, what: str) -> Exception:
@@ -241,7 +233,7 @@ class MatrixClient:
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as err:
             raise MatrixUnavailable(f"upload: {type(err).__name__}: {err}") from err
 
-    async def download(self, mxc: str, limit_bytes: int) -> MatrixDownload | str:
+    async def download(self, mxc: str, limit_bytes: int) -> Download | str:
         """The file behind ``mxc`` (authenticated media, spec v1.11), read up to ``limit_bytes``; a sentence
         for the user instead when it is larger, gone or cannot be fetched."""
         server, _, media_id = mxc.removeprefix("mxc://").partition("/")
@@ -257,13 +249,10 @@ class MatrixClient:
             ) as answer:
                 if answer.status >= 400:
                     return f"The homeserver did not give the file (HTTP {answer.status})."
-                chunks, size = [], 0
-                async for chunk in answer.content.iter_chunked(64 * 1024):
-                    size += len(chunk)
-                    if size > limit_bytes:
-                        return f"That file is larger than {limit_bytes // 1_000_000} MB; I take at most that."
-                    chunks.append(chunk)
-                return MatrixDownload(b"".join(chunks), answer.headers.get("Content-Type", "application/octet-stream"))
+                data = await read_within(answer.content.iter_chunked(64 * 1024), limit_bytes)
+                if data is None:
+                    return larger_than(limit_bytes)
+                return Download(data, answer.headers.get("Content-Type", "application/octet-stream"))
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
             return f"Getting the file from the homeserver failed: {type(err).__name__}."
 

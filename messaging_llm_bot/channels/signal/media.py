@@ -1,5 +1,5 @@
-"""Signal attachments: in, documents and photos saved into the workspace and voice notes transcribed; out, a
-file or a voice reply as one message's attachment.
+"""Signal attachments: in, what conversation/media_in.py saves into the workspace or transcribes (their names and
+kinds, fetched from signal-cli within Signal's limit); out, a file or a voice reply as one message's attachment.
 
 signal-cli has already downloaded an attachment when the message event arrives; ``getAttachment``
 returns it base64-encoded. The model gets where it was saved (untrusted content), never the bytes.
@@ -8,20 +8,16 @@ signal-cli takes an attachment to send as a data URI (signal-cli-jsonrpc(5): ``d
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
-from datetime import date
+import functools
 from typing import Any
 
-from assistant_framework.config.settings import TranscriptionSettings
-from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.settings import SignalMessage, attachment_kind, recipient_params
-from messaging_llm_bot.conversation.attachments import SavedFile, sanitize_name, save_bytes
-from messaging_llm_bot.llm.transcribe import Transcription, transcribe
+from messaging_llm_bot.conversation.attachments import sanitize_name
+from messaging_llm_bot.conversation.media_in import FileIn
 
-MAX_ATTACHMENT_BYTES = 100 * 1024 * 1024  # Signal's own attachment limit
 _EXT = {
     "audio/aac": "aac",
     "audio/mp4": "m4a",
@@ -47,11 +43,24 @@ def attachment_name(att: dict[str, Any], msg: SignalMessage) -> str:
     return f"{attachment_kind(att)}-{msg.timestamp}.{ext}"
 
 
-async def fetch(client: SignalClient, att: dict[str, Any], msg: SignalMessage) -> bytes | str:
-    """The attachment's bytes, or an error text for the user."""
-    size = att.get("size")
-    if isinstance(size, int) and size > MAX_ATTACHMENT_BYTES:
-        return f"That file is {size / 1e6:.1f} MB; I take at most {MAX_ATTACHMENT_BYTES // 1_000_000} MB."
+def files_of(client: SignalClient, msg: SignalMessage) -> list[FileIn]:
+    """Every attachment of the message (one may carry several photos and files), the caption with the first,
+    fetched from signal-cli when the turn reads them (conversation/media_in.py)."""
+    return [
+        FileIn(
+            attachment_name(att, msg),
+            attachment_kind(att),
+            att.get("contentType"),
+            att.get("size") if isinstance(att.get("size"), int) else None,
+            functools.partial(fetch, client, att, msg),
+            (msg.text or "") if index == 0 else "",
+        )
+        for index, att in enumerate(msg.attachments)
+    ]
+
+
+async def fetch(client: SignalClient, att: dict[str, Any], msg: SignalMessage, _limit: int) -> bytes | str:
+    """The attachment's bytes (signal-cli has it already, whole), or an error text for the user."""
     params = {"id": att.get("id")}
     params.update({"groupId": msg.group_id} if msg.group_id else {"recipient": msg.sender})
     try:
@@ -63,48 +72,12 @@ async def fetch(client: SignalClient, att: dict[str, Any], msg: SignalMessage) -
         return "signal-cli returned the file in a form I cannot read."
 
 
-async def save_attachments(
-    client: SignalClient, ws: Workspace, msg: SignalMessage, today: date
-) -> list[SavedFile | str]:
-    """Save every attachment of the message into ``inbox/<today>/`` (one message may carry several
-    photos and files); per attachment the saved file or an error text. The caption goes with the first."""
-    out: list[SavedFile | str] = []
-    for index, att in enumerate(msg.attachments):
-        data = await fetch(client, att, msg)
-        if isinstance(data, str):
-            out.append(data)
-            continue
-        out.append(
-            await asyncio.to_thread(
-                save_bytes,
-                ws,
-                data,
-                attachment_name(att, msg),
-                today,
-                kind=attachment_kind(att),
-                mime_type=att.get("contentType"),
-                caption=(msg.text or "") if index == 0 else "",
-            )
-        )
-    return out
-
-
 def audio_file_name(att: dict[str, Any]) -> str | None:
     """The (safe) file name of an audio attachment that is a file passed on, not a voice note.
 
     Signal marks no forwards; what it does tell apart: a voice note recorded in the chat travels
     without a file name, an audio file (a voicemail, a recording someone sent) keeps its name."""
     return sanitize_name(str(att["filename"])) if att.get("filename") else None
-
-
-async def transcribe_voice(client: SignalClient, msg: SignalMessage, settings: TranscriptionSettings) -> Transcription:
-    """Fetch a voice note and send it to the configured transcription endpoint."""
-    att = msg.attachments[0]
-    data = await fetch(client, att, msg)
-    if isinstance(data, str):
-        return Transcription(error=data)
-    content = str(att.get("contentType") or "audio/aac")
-    return await asyncio.to_thread(transcribe, settings, data, attachment_name(att, msg), content)
 
 
 async def send_attachment(client: SignalClient, chat: str, data: bytes, mime: str, name: str, caption: str = "") -> str:

@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
-from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.contract import Address, DeliveryError
 from messaging_llm_bot.channels.signal import media
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
@@ -33,15 +31,14 @@ from messaging_llm_bot.channels.signal.settings import (
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.attachments import unsupported_text
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
-from messaging_llm_bot.conversation.images import FilesInput, files_input
 from messaging_llm_bot.conversation.item_turns import SendLater
+from messaging_llm_bot.conversation.media_in import files_saver, transcribe_file
 from messaging_llm_bot.conversation.outage import Outage
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received
 from messaging_llm_bot.conversation.voice import VoiceNote
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    from assistant_framework.memory.service import MemoryService
     from messaging_llm_bot.agent.guard import ApproveCallback
 
 log = logging.getLogger(__name__)
@@ -150,19 +147,15 @@ class SignalTurns(ChatTurns):
 
     def _received(self, msg: SignalMessage) -> Received:
         """What the model reads of ``msg``, by its kind (ChannelTurns.read)."""
-        kind = msg.kind()
-
-        async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
-            saved = await media.save_attachments(self.client, area, msg, today)  # index: the owner's memory
-            return await files_input(area, saved, self.runtime.settings, index=index)
-
+        kind, files = msg.kind(), media.files_of(self.client, msg)
+        save = files_saver(files, self.runtime.settings, limit=self.MAX_FILE_BYTES, source="signal-cli")
         # A recording from elsewhere, passed on: someone else's words, quoted by the agent under this label.
         name = media.audio_file_name(msg.attachments[0]) if kind == "voice" else None
         return Received(
             kind,
             model_text(msg, self.settings.account, self.account_uuid) if kind == "text" else "",
             save,
-            lambda config: media.transcribe_voice(self.client, msg, config),
+            lambda config: transcribe_file(files[0], config, self.MAX_FILE_BYTES),
             lambda text: self.say_to(msg, text),  # the transcript, as it was understood
             f"Audio file {name} (transcript)" if name is not None else None,
             unsupported_text(kind),

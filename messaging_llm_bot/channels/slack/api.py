@@ -18,6 +18,7 @@ import httpx
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.slack.buttons import Block
+from messaging_llm_bot.conversation.media_in import read_within
 
 TIMEOUT_SECONDS = 30
 #: Where a file's ``url_private`` may point: the bot token goes nowhere else (the Web API's own host is allowed
@@ -130,7 +131,6 @@ class SlackClient:
         if parts.scheme not in ("https", "http") or parts.netloc not in self._hosts:
             raise DeliveryError(f"a file URL not on {FILES_HOST}: not fetched", for_good=True)
         headers = {"Authorization": f"Bearer {self._token}"}
-        got = bytearray()
         try:
             async with (
                 httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as http,
@@ -138,13 +138,12 @@ class SlackClient:
             ):
                 if response.status_code != 200:
                     raise failure("the file download", response.status_code, None, response.headers)
-                async for chunk in response.aiter_bytes():
-                    got += chunk
-                    if len(got) > limit_bytes:
-                        raise DeliveryError(f"the file is larger than {limit_bytes // 1_000_000} MB", for_good=True)
+                got = await read_within(response.aiter_bytes(), limit_bytes)
         except httpx.HTTPError as err:
             raise SlackUnavailable(f"the file cannot be fetched: {type(err).__name__}") from None
-        return bytes(got)
+        if got is None:
+            raise DeliveryError(f"the file is larger than {limit_bytes // 1_000_000} MB", for_good=True)
+        return got
 
     async def upload(self, channel: str, thread_ts: str | None, name: str, data: bytes, comment: str) -> str:
         """Share ``data`` as the file ``name`` in ``channel`` (its thread), Slack's three steps

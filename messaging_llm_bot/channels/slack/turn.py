@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from functools import partial
 
 from assistant_framework.config.settings import SlackSettings
 from assistant_framework.inbox import Inbox, InboxItem
@@ -81,7 +80,7 @@ class SlackTurns(ChatTurns):
             return None
         from_owner = self.config.is_owner(msg.user)
         # Someone's files: outside content, in the chat's own area (the owner's memory in their DM).
-        save = partial(save_files, self.slack.client, msg, self.runtime.settings)
+        save = save_files(self.slack.client, msg, self.runtime.settings)
         received = Received("document", save=save) if msg.files else Received("text", msg.text)
         to = Address(msg.channel, msg.reply_thread)
         # Only the owner's own DM sees the owner's data.

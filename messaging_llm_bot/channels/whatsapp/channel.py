@@ -34,11 +34,11 @@ from messaging_llm_bot.channels.whatsapp.graph import (
     OutgoingMessage,
     TemplateMessage,
     TextMessage,
-    WhatsAppDownload,
 )
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
 from messaging_llm_bot.conversation.markup import plain_parts
+from messaging_llm_bot.conversation.media_in import Download
 from messaging_llm_bot.conversation.outgoing import send_parts
 
 #: Meta's bound on one template parameter.
@@ -169,7 +169,7 @@ class WhatsAppChannel:
             media["filename"] = file.path.name
         return Sent((await self.client.send(media_message(to.chat_id, kind, media)),))
 
-    async def download(self, media: Media, limit_bytes: int) -> WhatsAppDownload | str:
+    async def download(self, media: Media, limit_bytes: int) -> Download | str:
         return await self.client.download(media.ref, limit_bytes)
 
     async def fetch(self, media: Media, folder: Path, limit_bytes: int) -> Path:

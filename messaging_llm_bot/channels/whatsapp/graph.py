@@ -9,13 +9,13 @@ an error's text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
 import httpx
 
 from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.contract import DeliveryError
+from messaging_llm_bot.conversation.media_in import Download, larger_than, read_within, too_large
 
 TIMEOUT_SECONDS = 30.0
 #: Meta's codes that mean "later": throttling (4, 80007, 130429, 131048, 131056), a temporary error (1, 2,
@@ -115,12 +115,6 @@ class GraphUnavailable(Exception):
     """The Graph API cannot take the call now; the caller keeps the message and tries again later."""
 
 
-@dataclass(frozen=True)
-class WhatsAppDownload:
-    data: bytes
-    mime: str
-
-
 def error_of(response: httpx.Response) -> tuple[int, str]:
     """Meta's error code and its message (with the details) of an error answer."""
     try:
@@ -190,7 +184,7 @@ class GraphClient:
         except (ValueError, KeyError, TypeError):
             raise GraphUnavailable("the Graph API's upload answer has no id") from None
 
-    async def download(self, media_id: str, limit_bytes: int) -> WhatsAppDownload | str:
+    async def download(self, media_id: str, limit_bytes: int) -> Download | str:
         """A received file's bytes by its media id (its short-lived URL, fetched with the token), or a sentence
         for the sender when it is larger than ``limit_bytes`` (checked by the size Meta gives, and while read)."""
         if not media_id.isdigit():
@@ -198,20 +192,14 @@ class GraphClient:
         info = (await self._call("GET", f"{self.base_url}/{media_id}")).json()
         url, mime, size = str(info.get("url") or ""), str(info.get("mime_type") or ""), int(info.get("file_size") or 0)
         if size > limit_bytes:
-            return f"That file is {size / 1e6:.1f} MB; I take at most {limit_bytes // 1_000_000} MB."
+            return too_large(size, limit_bytes)
         if not url.startswith(("https://", "http://")):
             raise GraphUnavailable("the Graph API gave no download URL")
         try:
             async with self._http.stream("GET", url) as response:
                 if response.status_code >= 400:
                     raise GraphUnavailable(f"the media URL answered HTTP {response.status_code}")
-                chunks: list[bytes] = []
-                got = 0
-                async for chunk in response.aiter_bytes():
-                    got += len(chunk)
-                    if got > limit_bytes:
-                        return f"That file is larger than {limit_bytes // 1_000_000} MB, the most I take."
-                    chunks.append(chunk)
+                data = await read_within(response.aiter_bytes(), limit_bytes)
         except httpx.HTTPError as err:
             raise GraphUnavailable(f"the media could not be fetched: {type(err).__name__}") from None
-        return WhatsAppDownload(b"".join(chunks), mime)
+        return Download(data, mime) if data is not None else larger_than(limit_bytes)
