@@ -29,6 +29,9 @@ TOKEN = "mcp-test-token-0123456789"
 # Its constants patched by name: importing the module imports the MCP SDK (half a second of CPU), which
 # every xdist worker would pay at collection; the tests that start a server import it anyway.
 CONNECTION = "assistant_framework.mcp.connection"
+#: The SDK's wait for a stdio server to end by itself once its stdin is closed (2 s), before SIGTERM: a
+#: hung or frozen server of these tests never does, so the tests that end one shorten it.
+SDK_GRACE = "mcp.client.stdio.PROCESS_TERMINATION_TIMEOUT"
 
 
 def _git_repo(root: Path) -> Path:
@@ -70,7 +73,7 @@ def setup(tmp_path_factory, http_server):
         "web": {"url": http_server.url, "headers": {"Authorization": f"Bearer {TOKEN}"}},
         "locked": {"url": http_server.url, "timeout_seconds": 5},
         "broken": command("crash"),
-        "stuck": {**command("hang"), "timeout_seconds": 3},
+        "stuck": {**command("hang"), "timeout_seconds": 1},
         "absent": {"command": str(root / "no-such-server")},
         "hostile": command("hostile"),
         "picky": {**command("tools"), "tools": ["echo", "teleport"], "tool_capabilities": {"echo": ["read"]}},
@@ -83,6 +86,7 @@ def setup(tmp_path_factory, http_server):
     manager = SkillManager([], workspace, sources=[source], defer=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TELEGRAM_BOT_TOKEN", "123456:the-bots-own-secret")  # in the bot's environment...
+        patch.setattr(SDK_GRACE, 0.2)  # "stuck" is ended after its 1 s
         manager.ensure_loaded()
     yield manager, source, workspace, repo
     manager.close()
@@ -168,7 +172,7 @@ def test_servers_that_do_not_start_are_load_errors_saying_why(setup) -> None:
     manager, source, *_ = setup
     errors = {e.name: e.error for e in manager.errors}
     assert "no database at /nowhere" in errors["mcp:broken"]  # its own last words on stderr
-    assert "did not answer within 3 s" in errors["mcp:stuck"]
+    assert "did not answer within 1 s" in errors["mcp:stuck"]
     assert "no-such-server' was not found" in errors["mcp:absent"]
     assert "has no tool 'teleport'" in errors["mcp:picky"] and "it lists: " in errors["mcp:picky"]
     statuses = {s.name: s for s in source.statuses()}
@@ -217,8 +221,9 @@ def test_hostile_names_and_a_huge_schema_are_tamed(setup) -> None:
     assert any("has no usable name" in e.error for e in manager.errors if e.name == "mcp:hostile")
 
 
-def test_a_server_that_dies_in_a_call_is_restarted_and_the_next_call_works(setup, caplog) -> None:
+def test_a_server_that_dies_in_a_call_is_restarted_and_the_next_call_works(setup, caplog, monkeypatch) -> None:
     manager, source, *_ = setup
+    quick_restart(monkeypatch)
     caplog.set_level(logging.INFO, logger="assistant_framework.mcp")
     before = int(ok(manager, "crashy_pid", {}).split()[-1])
     died = failed(manager, "crashy_die", {})
@@ -237,9 +242,9 @@ def test_a_call_that_hangs_costs_one_sentence_and_the_server_goes_on_answering(s
     at the server's timeout in one sentence; the server still answers, so it is not restarted."""
     manager, source, *_ = setup
     before = int(ok(manager, "sleepy_pid", {}).split()[-1])
-    with short_timeout(source, "sleepy", 3):
+    with short_timeout(source, "sleepy", 1):
         error = failed(manager, "sleepy_slow", {"seconds": 600})
-    assert "the MCP server 'sleepy' did not answer within 3 s" in error
+    assert "the MCP server 'sleepy' did not answer within 1 s" in error
     assert ok(manager, "sleepy_echo", {"text": "still here"}).endswith("echo: still here")
     assert int(ok(manager, "sleepy_pid", {}).split()[-1]) == before
     assert next(s for s in source.statuses() if s.name == "sleepy").restarts == 0
@@ -250,11 +255,12 @@ def test_a_call_that_freezes_the_server_costs_one_sentence_and_it_is_restarted(s
     ping finds the server stuck and restarts it, the stuck process is ended, and the next call is answered."""
     manager, source, *_ = setup
     monkeypatch.setattr(CONNECTION + ".PING_TIMEOUT", 1.0)
+    quick_restart(monkeypatch)
     stuck_pid = int(ok(manager, "sleepy_pid", {}).split()[-1])
     restarts = next(s for s in source.statuses() if s.name == "sleepy").restarts
-    with short_timeout(source, "sleepy", 3):  # the restart then has the usual time to start
+    with short_timeout(source, "sleepy", 1):  # the restart then has the usual time to start
         error = failed(manager, "sleepy_freeze", {"seconds": 600})
-    assert "the MCP server 'sleepy' did not answer within 3 s" in error
+    assert "the MCP server 'sleepy' did not answer within 1 s" in error
     answers = []
 
     def answered() -> bool:  # "is restarting: try again" until the new process answers
@@ -267,6 +273,13 @@ def test_a_call_that_freezes_the_server_costs_one_sentence_and_it_is_restarted(s
     assert int(ok(manager, "sleepy_pid", {}).split()[-1]) != stuck_pid
     assert next(s for s in source.statuses() if s.name == "sleepy").restarts == restarts + 1
     wait_until(lambda: not _alive(stuck_pid), timeout=30, what="the stuck server process to end")
+
+
+def quick_restart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restart without the waits that are not what the test is about: the first backoff (1 s) and the
+    SDK's grace for a server that ignores its closed stdin (2 s, before SIGTERM)."""
+    monkeypatch.setattr(CONNECTION + ".FIRST_BACKOFF", 0.1)
+    monkeypatch.setattr(SDK_GRACE, 0.2)
 
 
 @contextmanager
@@ -308,12 +321,13 @@ def test_a_call_that_timed_out_makes_the_connection_check_the_server_at_once(tmp
     monkeypatch.setattr(CONNECTION + ".PING_SECONDS", 3600.0)
     monkeypatch.setattr(CONNECTION + ".IDLE_PING_SECONDS", 3600.0)
     monkeypatch.setattr(CONNECTION + ".PING_TIMEOUT", 1.0)
+    quick_restart(monkeypatch)
     source = McpSkills(mcp_settings({"mcp": {"servers": {"t": {**command("tools"), "tools": ["freeze", "pid"]}}}}))
     manager = SkillManager([], Workspace(tmp_path / "ws"), sources=[source])
     try:
         stuck = int(ok(manager, "t_pid", {}).split()[-1])
-        with short_timeout(source, "t", 3):
-            assert "did not answer within 3 s" in failed(manager, "t_freeze", {"seconds": 600})
+        with short_timeout(source, "t", 1):
+            assert "did not answer within 1 s" in failed(manager, "t_freeze", {"seconds": 600})
         wait_until(lambda: source.statuses()[0].restarts, timeout=60, what="the server checked after the timeout")
         assert source.statuses()[0].restarts == 1, "the server was not checked after the timeout"
         assert int(ok(manager, "t_pid", {}).split()[-1]) != stuck
@@ -321,9 +335,10 @@ def test_a_call_that_timed_out_makes_the_connection_check_the_server_at_once(tmp
         manager.close()
 
 
-def test_a_helper_a_server_started_in_its_own_session_ends_with_the_server(tmp_path) -> None:
+def test_a_helper_a_server_started_in_its_own_session_ends_with_the_server(tmp_path, monkeypatch) -> None:
     """``setsid()`` takes a helper out of the server's process group; closing still ends it, and one that
-    ignores SIGTERM too (SIGKILL after the grace)."""
+    ignores SIGTERM too (SIGKILL after the grace, 2 s, a fifth of a second here)."""
+    monkeypatch.setattr("assistant_framework.mcp.strays.GRACE_SECONDS", 0.2)
     source = McpSkills(mcp_settings({"mcp": {"servers": {"t": {**command("tools"), "tools": ["setsid_child"]}}}}))
     manager = SkillManager([], Workspace(tmp_path / "ws"), sources=[source])
     helpers = [int(ok(manager, "t_setsid_child", {"stubborn": s}).split()[-1]) for s in (False, True)]
@@ -342,6 +357,7 @@ def test_a_server_that_died_while_idle_is_restarted_before_the_call(setup, monke
     pid = int(ok(manager, "crashy_pid", {}).split()[-1])
     os.kill(pid, 9)
     monkeypatch.setattr(CONNECTION + ".IDLE_PING_SECONDS", 0.0)  # as after a quiet spell: the call pings first
+    quick_restart(monkeypatch)
     assert ok(manager, "crashy_echo", {"text": "back"}).endswith("echo: back")  # not blamed on the call
 
 

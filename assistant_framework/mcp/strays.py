@@ -47,12 +47,12 @@ def marked(mark: str) -> list[int]:
     return found
 
 
-def end_marked(mark: str, grace: float = GRACE_SECONDS) -> list[int]:
-    """End every process with ``mark``: SIGTERM, then SIGKILL for those still there after ``grace`` seconds.
-    The ids that were found."""
+def end_marked(mark: str, grace: float | None = None) -> list[int]:
+    """End every process with ``mark``: SIGTERM, then SIGKILL for those still there after ``grace`` seconds
+    (``GRACE_SECONDS``, read at the call). The ids that were found."""
     found = marked(mark)
     _signal(found, signal.SIGTERM)
-    deadline = time.monotonic() + grace
+    deadline = time.monotonic() + (GRACE_SECONDS if grace is None else grace)
     left = found
     while left and time.monotonic() < deadline:
         time.sleep(0.05)

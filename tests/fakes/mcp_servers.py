@@ -122,16 +122,19 @@ def tools_server() -> Any:
 
     @server.tool()
     def setsid_child(stubborn: bool = False) -> int:
-        """Start a helper in a new session (``setsid()``: out of this server's process group); its id. A
-        stubborn one ignores SIGTERM."""
+        """Start a helper in a new session (``setsid()``: out of this server's process group); its id, once
+        the helper runs (a stubborn one ignores SIGTERM by then)."""
         ignore = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); " if stubborn else ""
         helper = subprocess.Popen(
-            [sys.executable, "-c", ignore + "import time; time.sleep(3600)"],
+            [sys.executable, "-c", ignore + "print('ready', flush=True); import time; time.sleep(3600)"],
             start_new_session=True,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
+        assert helper.stdout is not None
+        with helper.stdout:  # a SIGTERM sent before the helper set its disposition would end even a stubborn one
+            helper.stdout.readline()
         return helper.pid
 
     @server.tool()
