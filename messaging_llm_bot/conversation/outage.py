@@ -10,6 +10,8 @@ log = logging.getLogger(__name__)
 
 #: The first wait after a failure.
 BACKOFF_START_SECONDS = 0.5
+#: The longest wait between two tries (a channel's ``backoff_max``, conversation/service.py).
+BACKOFF_MAX_SECONDS = 30.0
 
 
 class Outage:

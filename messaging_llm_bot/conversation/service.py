@@ -34,6 +34,7 @@ from messaging_llm_bot.conversation.item_turns import ItemTurns
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_scheduler import JobScheduler
 from messaging_llm_bot.conversation.notices import ChannelNotices, SendTo, digest_now, notify_from_thread
+from messaging_llm_bot.conversation.outage import BACKOFF_MAX_SECONDS
 from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -99,11 +100,19 @@ class ChannelService:
     LOCK_WHO = ""  # who holds that lock, as the refusal says it ("matrix: another Matrix bot")
 
     def __init__(
-        self, runtime: Runtime, *, stop_signals: Sequence[int] | None = None, manage_runtime: bool = True
+        self,
+        runtime: Runtime,
+        *,
+        stop_signals: Sequence[int] | None = None,
+        manage_runtime: bool = True,
+        reminder_poll_seconds: float = POLL_SECONDS,
+        backoff_max: float = BACKOFF_MAX_SECONDS,
     ) -> None:
         self.runtime = runtime
         self.stop_signals = stop_signals
         self.manage_runtime = manage_runtime  # False when another channel shuts the runtime down
+        self.reminder_poll_seconds = reminder_poll_seconds  # how often due reminders are looked for (tests: less)
+        self.backoff_max = backoff_max  # the longest wait before a server that is down is tried again (outage.py)
         self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
         self.shutdown = ChannelStop(self.NAME, self.shutdown_timeout, on_begin=self._stop_waiting)
         self.ready = threading.Event()  # serving (set at the end too, so that nobody waits for a failed start)
@@ -250,11 +259,12 @@ class ChannelService:
         start: Callable[[InboxItem], None],
         morning_digest: str | None,
         ask_owner: Callable[[ApprovalRequest], Answer] | None,
-        reminder_poll_seconds: float = POLL_SECONDS,
+        reminder_poll_seconds: float | None = None,
     ) -> None:
         """Join the job scheduler (``join_jobs``: job runs into ``inbox``, answered by ``start``) with the due
-        reminders and the owner's morning digest (``morning_digest``: "07:30", or none) sent through ``notices``;
-        then the runtime's background work starts, its collectors' notices sent through them too."""
+        reminders (looked for every ``reminder_poll_seconds``, by default the service's) and the owner's morning
+        digest (``morning_digest``: "07:30", or none) sent through ``notices``; then the runtime's background work
+        starts, its collectors' notices sent through them too."""
         timezone = self.runtime.settings.runtime.timezone
         jobs = ChannelJobs(
             asyncio.get_running_loop(),
@@ -263,7 +273,7 @@ class ChannelService:
             start=start,
             send_reminder=notices.send_reminder,
             digest=owner_digest(morning_digest, timezone, notices.morning_digest),
-            reminder_poll_seconds=reminder_poll_seconds,
+            reminder_poll_seconds=reminder_poll_seconds or self.reminder_poll_seconds,
             ask_owner=ask_owner,
         )
         await self.join_jobs(jobs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from assistant_framework.config.settings.email import EmailSettings
@@ -29,14 +29,11 @@ from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.pairing import Pairing
-from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-REMINDER_POLL_SECONDS = 30.0
 
 
 def config_problem(settings: EmailSettings) -> str | None:
@@ -56,20 +53,11 @@ class EmailService(ChannelService):
     NAME, TITLE = "email", "the email channel"
     LOCK_FILE, LOCK_WHO = "state/email.lock", "email: another email bot"
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        *,
-        stop_signals: Sequence[int] | None = None,
-        manage_runtime: bool = True,
-        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
-    ) -> None:
-        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
-        self.reminder_poll_seconds = reminder_poll_seconds
-        self._turns: EmailTurns | None = None
-        self._mailbox: Mailbox | None = None
-        self._looking: asyncio.Task[None] | None = None
-        self._down: str | None = None  # the server's failure, logged once per outage
+    # The parts made when the channel starts (``serve``).
+    _turns: EmailTurns | None = None
+    _mailbox: Mailbox | None = None
+    _looking: asyncio.Task[None] | None = None
+    _down: str | None = None  # the server's failure, logged once per outage
 
     @property
     def settings(self) -> EmailSettings:

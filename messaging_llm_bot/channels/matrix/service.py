@@ -23,14 +23,12 @@ from messaging_llm_bot.channels.matrix.events import SyncReader
 from messaging_llm_bot.channels.matrix.settings import MatrixLogin, conversation_of
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import MatrixTurns
+from messaging_llm_bot.conversation.notices import ChannelNotices
 from messaging_llm_bot.conversation.outage import Backoff
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 
 log = logging.getLogger(__name__)
-
-REMINDER_POLL_SECONDS = 30.0
-BACKOFF_MAX_SECONDS = 30.0
 
 
 class MatrixService(ChannelService):
@@ -40,27 +38,14 @@ class MatrixService(ChannelService):
     NAME, TITLE = "matrix", "the Matrix channel"
     LOCK_FILE, LOCK_WHO = "state/matrix.lock", "matrix: another Matrix bot"
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        *,
-        stop_signals: Sequence[int] | None = None,
-        manage_runtime: bool = True,
-        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
-        backoff_max: float = BACKOFF_MAX_SECONDS,
-    ) -> None:
-        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
-        self.reminder_poll_seconds = reminder_poll_seconds
-        self.backoff_max = backoff_max
-        self._reading: list[asyncio.Task[Any]] = []
-        self.state: StateFile
-        self.inbox: Inbox
-        self.channel: MatrixChannel
-        self.turns: MatrixTurns
-        self.reader: SyncReader
-        self.notices = self.owner_notices(
-            lambda chat, text, conversation: self.turns.send_to(chat, text, conversation), self._owner_conversation
-        )
+    # The parts made when the channel starts (``serve``).
+    state: StateFile
+    inbox: Inbox
+    channel: MatrixChannel
+    turns: MatrixTurns
+    reader: SyncReader
+    notices: ChannelNotices
+    _reading: tuple[asyncio.Task[Any], ...] = ()
 
     @property
     def config(self) -> MatrixSettings:
@@ -92,6 +77,9 @@ class MatrixService(ChannelService):
 
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()
+        self.notices = self.owner_notices(
+            lambda chat, text, conversation: self.turns.send_to(chat, text, conversation), self._owner_conversation
+        )
         workspace = self.runtime.workspace
         self.state = await asyncio.to_thread(StateFile, workspace)
         self.inbox = await asyncio.to_thread(Inbox, workspace)
@@ -112,12 +100,11 @@ class MatrixService(ChannelService):
             start=reader.intake.start_job,
             morning_digest=self.config.morning_digest,
             ask_owner=self.channel.approvals.owner_approver(lambda: self.state.state.owner_room or None, loop),
-            reminder_poll_seconds=self.reminder_poll_seconds,
         )
         consumer = loop.create_task(reader.consume())
         synced = loop.create_task(reader.synced.wait())
         stopped = loop.create_task(self.shutdown_requested())
-        self._reading = [consumer, synced, stopped]
+        self._reading = (consumer, synced, stopped)
         await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)  # ready: the first sync handled
 
     async def stop_taking(self) -> None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from typing import TypeVar
 
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.config.settings.chat import signal_id
@@ -27,17 +25,12 @@ from messaging_llm_bot.channels.signal.turn import SignalTurns
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.notices import ChannelNotices
 from messaging_llm_bot.conversation.outage import Outage
-from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.strangers import Strangers
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 REFUSED_LOG = "state/signal/refused.log"  # the strangers told their id (once: kept across restarts)
-REMINDER_POLL_SECONDS = 30.0
-BACKOFF_MAX_SECONDS = 30.0
 
 
 class SignalService(ChannelService):
@@ -46,46 +39,18 @@ class SignalService(ChannelService):
     NAME, TITLE = "signal", "the Signal frontend"
     LOCK_FILE, LOCK_WHO = "state/signal.lock", "signal: another Signal bot"
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        *,
-        stop_signals: Sequence[int] | None = None,
-        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
-        manage_runtime: bool = True,
-        backoff_max: float = BACKOFF_MAX_SECONDS,
-    ) -> None:
-        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
-        self.reminder_poll_seconds = reminder_poll_seconds
-        self.backoff_max = backoff_max
-        self.outage = Outage("signal", f"the signal-cli daemon at {self.settings.base_url}", log)
-        # The parts made when the service starts (``serve``); the event handlers run only after that.
-        self._client: SignalClient | None = None
-        self._inbox: Inbox | None = None
-        self._turns: SignalTurns | None = None
-        self._notices: ChannelNotices | None = None
-        self._consumer: asyncio.Task[None] | None = None
-        self.account_uuid: str | None = None  # the account's own UUID: a mention or quote by UUID only is the bot
-        self._uuid_asked = False  # signal-cli answered the question (with a UUID or without)
-        self.identities: Identities
-        self.approvals: ReplyApprovals
-        self.strangers: Strangers
-
-    @property
-    def client(self) -> SignalClient:
-        return _started(self._client)
-
-    @property
-    def inbox(self) -> Inbox:
-        return _started(self._inbox)
-
-    @property
-    def turns(self) -> SignalTurns:
-        return _started(self._turns)
-
-    @property
-    def notices(self) -> ChannelNotices:
-        return _started(self._notices)
+    # The parts made when the service starts (``serve``); the event handlers run only after that.
+    client: SignalClient
+    inbox: Inbox
+    turns: SignalTurns
+    notices: ChannelNotices
+    outage: Outage  # the signal-cli daemon cannot be reached: said once, by the event stream or a send
+    identities: Identities
+    approvals: ReplyApprovals
+    strangers: Strangers
+    account_uuid: str | None = None  # the account's own UUID: a mention or quote by UUID only is the bot
+    _uuid_asked = False  # signal-cli answered the question (with a UUID or without)
+    _consumer: asyncio.Task[None] | None = None
 
     def job_conversation(self, job: Job) -> str | None:
         """The conversation a Signal job's runs go to (conversation/job_router.py decides which jobs are
@@ -107,18 +72,19 @@ class SignalService(ChannelService):
 
     async def serve(self) -> None:
         workspace = self.runtime.workspace
-        self._client = client = SignalClient(self.settings.base_url, self.settings.account)
-        self._inbox = inbox = await asyncio.to_thread(Inbox, workspace)
+        self.outage = Outage("signal", f"the signal-cli daemon at {self.settings.base_url}", log)
+        self.client = client = SignalClient(self.settings.base_url, self.settings.account)
+        self.inbox = inbox = await asyncio.to_thread(Inbox, workspace)
         self.identities = await asyncio.to_thread(Identities, workspace)
         self.approvals = approvals(client)
-        self._turns = self.shutdown.turns = SignalTurns(
+        self.turns = self.shutdown.turns = SignalTurns(
             self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
         await self.learn_account_uuid()
         self.strangers = Strangers.told_once(self.runtime, "signal", REFUSED_LOG)
         await self.strangers.load()
         loop = asyncio.get_running_loop()
-        self._notices = notices = self.owner_notices(self.turns.send_to, lambda: self.settings.owner_id)
+        self.notices = notices = self.owner_notices(self.turns.send_to, lambda: self.settings.owner_id)
         events = EventReader(self)
         how = "Send it a message to see your Signal id, then add it with"
         self.warn_if_no_one_allowed(self.settings.allowed, "signal.allowed", how, '["+NUMBER"]')
@@ -136,7 +102,6 @@ class SignalService(ChannelService):
             start=events.intake.start_job,
             morning_digest=self.settings.morning_digest,
             ask_owner=self.approvals.owner_approver(lambda: self.settings.owner_id, loop),
-            reminder_poll_seconds=self.reminder_poll_seconds,
         )
         self._consumer = loop.create_task(events.consume())
 
@@ -165,11 +130,5 @@ class SignalService(ChannelService):
             await asyncio.gather(self._consumer, return_exceptions=True)
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-
-
-def _started(part: T | None) -> T:
-    if part is None:
-        raise RuntimeError("the Signal frontend is not started")
-    return part
+        if hasattr(self, "client"):  # made at the start
+            await self.client.close()
