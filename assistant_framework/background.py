@@ -2,30 +2,93 @@
 
 Used by the memory module (extraction, episodes, the index timer) and by the trace writer.
 Jobs run one at a time in submission order; a failing job is logged with its label.
+
+``FOREGROUND`` counts the work a user waits for (a turn, a reply on its way out): a worker made with
+``yield_seconds`` starts each job once none is in progress, or after that many seconds at most, so
+the index, the trace and the like are written after the reply is out, not while it is made and sent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 log = logging.getLogger(__name__)
 _STOP = object()
 
 
+class Foreground:
+    """How many things a user waits for are in progress in this process (turns, replies being sent)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._active = 0
+        self._hurry = 0  # callers waiting for a worker's queue (drain, stop): nothing yields meanwhile
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """The block is work a user waits for; nests and may be entered from any thread or task."""
+        with self._changed:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._active -= 1
+                if not self._active:
+                    self._changed.notify_all()
+
+    @property
+    def busy(self) -> bool:
+        """True while a turn or a reply is in progress."""
+        return self._active > 0
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until nothing a user waits for is in progress (or someone drains a queue), at most
+        ``timeout`` seconds; False when it still is."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._active or self._hurry > 0, timeout)
+
+    @contextlib.contextmanager
+    def hurried(self) -> Iterator[None]:
+        """While the block runs, workers do not yield (a drain or stop waits for their queue)."""
+        with self._changed:
+            self._hurry += 1
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._hurry -= 1
+
+
+#: The process's one count of work a user waits for (``Foreground.active``).
+FOREGROUND = Foreground()
+
+
 class BackgroundWorker:
     """Runs submitted jobs in order; ``on_idle`` runs every ``idle_seconds`` without jobs.
 
     The thread starts with the first job (or at once with ``on_idle``), so creating a worker
-    at import time starts nothing.
+    at import time starts nothing. With ``yield_seconds`` each submitted job first waits for
+    ``FOREGROUND`` to be idle, at most that long.
     """
 
-    def __init__(self, name: str, on_idle: Callable[[], None] | None = None, idle_seconds: float = 60.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        on_idle: Callable[[], None] | None = None,
+        idle_seconds: float = 60.0,
+        *,
+        yield_seconds: float = 0.0,
+    ) -> None:
         self.name = name
+        self.yield_seconds = yield_seconds
         self._queue: queue.Queue[Any] = queue.Queue()
         self._on_idle = on_idle
         #: Read before each wait: a new value (``/reload``) holds from the next wait on.
@@ -57,6 +120,8 @@ class BackgroundWorker:
                 if item is _STOP:
                     return
                 job, label = item
+                if self.yield_seconds > 0:
+                    FOREGROUND.wait_idle(self.yield_seconds)
                 self._safe(job, label)
             finally:
                 self._queue.task_done()
@@ -82,7 +147,7 @@ class BackgroundWorker:
         if threading.current_thread() is self._thread:
             return not self._queue.unfinished_tasks
         deadline = time.monotonic() + timeout
-        with self._queue.all_tasks_done:
+        with FOREGROUND.hurried(), self._queue.all_tasks_done:
             while self._queue.unfinished_tasks:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -94,4 +159,5 @@ class BackgroundWorker:
         """Finish the queued jobs, then end the thread (waits at most ``timeout``)."""
         if self._thread is not None and self._thread.is_alive():
             self._queue.put(_STOP)
-            self._thread.join(timeout)
+            with FOREGROUND.hurried():
+                self._thread.join(timeout)

@@ -156,7 +156,8 @@ def trace_path(trace_id: str) -> str:
 
 # The process's one trace writer: a registry set up at import, shared by every TraceStore so
 # that any store's reads can wait for writes queued through another.
-_WRITER = BackgroundWorker("trace-writer")
+# Each write waits for the replies in progress (at most a second): a reply goes out before its trace is written.
+_WRITER = BackgroundWorker("trace-writer", yield_seconds=1.0)
 atexit.register(_WRITER.drain, 10.0)
 _READ_WAIT_SECONDS = 10.0
 
@@ -197,7 +198,9 @@ class TraceStore:
         trace_id = trace.get("id") or new_trace_id()
         # Compact JSON: the C encoder is ~10x faster than the indented one; `trace show` pretty-prints.
         text = redact_json_text(json.dumps({**trace, "id": trace_id}, ensure_ascii=False, default=str), self.secrets)
-        self.workspace.write_text(trace_path(trace_id), text + "\n")
+        # No fsync (diagnostics): a killed process leaves the old file or the new one, and the journal
+        # commits of two fsyncs a turn held up the inbox's own.
+        self.workspace.write_text(trace_path(trace_id), text + "\n", durable=False)
         self._record_usage(trace)
         with self._lock:
             known = self._ids_locked()

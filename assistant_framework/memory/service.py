@@ -87,11 +87,7 @@ class MemoryService:
         # nobody on the index being a moment behind).
         self._searching = 0
         self._searches_done = threading.Condition()
-        self.worker = (
-            BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=self.settings.refresh_seconds)
-            if start_worker
-            else None
-        )
+        self.worker = self._new_worker() if start_worker else None
         # Fact extraction waits until the chat is idle and batches the turns since the last one,
         # so a one-slot local server keeps the chat's prompt cached (see batching.py).
         self.extraction = IdleBatcher(
@@ -114,6 +110,14 @@ class MemoryService:
                 self.worker.submit(self.refresh, "rebuild the memory index")
             else:
                 self.refresh()
+
+    def _new_worker(self) -> BackgroundWorker:
+        """The memory thread: the index's refresh every ``refresh_seconds``; its jobs (the turns just logged
+        indexed, extraction, episodes) wait for the replies in progress, at most a second, so a turn's two
+        lines are indexed in one pass after its reply."""
+        return BackgroundWorker(
+            "memory", on_idle=self.refresh, idle_seconds=self.settings.refresh_seconds, yield_seconds=1.0
+        )
 
     def configure(self, settings: MemorySettings) -> None:
         """(Re)apply the ``memory`` section: recall, ranking, extraction, episodes, profile, the chats excluded

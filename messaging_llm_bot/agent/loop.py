@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.access import guest_skills
+from assistant_framework.background import FOREGROUND
 from assistant_framework.config.settings import Settings
 from assistant_framework.json_types import JsonObject
 from assistant_framework.skills import SkillContext, SkillManager
@@ -248,6 +249,10 @@ class Agent(SessionCalls):
         ``message.approve(request) -> bool`` asks the owner to confirm a call the policy marks
         ``ask``; without it such calls are refused.
         """
+        with FOREGROUND.active():  # background upkeep (the index, the trace) waits for the reply
+            return self._handle(message)
+
+    def _handle(self, message: AgentMessage) -> TurnResult:
         started = time.monotonic()
         emit = _emitter(message.on_event)
         # The chat or topic: its lock orders the turns; the turn itself runs in its active session.

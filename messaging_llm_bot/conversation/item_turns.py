@@ -17,6 +17,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
+from assistant_framework.background import FOREGROUND
 from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.chattasks import ChatTasks
@@ -76,7 +77,8 @@ class ItemTurns(ChannelTurns):
             if current is None:
                 return
             item = current  # with the reply and the parts recorded since it was read
-        with self._active.tracking():
+        # Foreground until the reply is out and the item completed: the trace, the index and the like wait.
+        with self._active.tracking(), FOREGROUND.active():
             if is_job_item(item):
                 await self.answer_job(item)
             else:
