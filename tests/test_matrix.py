@@ -1,6 +1,6 @@
 """The Matrix channel against a real Synapse (tests/matrix_harness.py), in-process: invites, strangers,
 encrypted rooms, threads, the HTML of replies. The real bot process: tests/test_matrix_bot.py; the channel
-contract kit: tests/test_channel_contract.py."""
+contract kit: tests/channel_kit.py (tests/test_channel_kit_matrix.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, BUSY_KIT, Mutation
+from mutation_list.common import BOT, KIT_CONSOLE_WEBCHAT, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -11,7 +11,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            elif interactive and not ended and line_ready(service.term.stdin):",
         "            elif False:",
         "busy modes do nothing in the terminal chat: a line typed while it answers waits its turn",
-        BUSY_KIT,
+        KIT_CONSOLE_WEBCHAT,
     ),
     Mutation(
         "console-served-ask-refused",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, BUSY_KIT, EMAIL, PAIRING, Mutation
+from mutation_list.common import BOT, EMAIL, KIT_EMAIL, PAIRING, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -91,7 +91,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            if item is not None and not turns.join_running(item):",
         "            if item is not None:",
         "busy mode steer does nothing by email: a second mail in the thread gets a reply of its own",
-        ("test_email_process.py", *BUSY_KIT),
+        ("test_email_process.py", *KIT_EMAIL),
     ),
     Mutation(
         "email-pairing-code-to-forged-sender",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, BUSY_KIT, MATRIX, MATRIX_BOT, Mutation
+from mutation_list.common import BOT, KIT_MATRIX, MATRIX, MATRIX_BOT, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- the Matrix channel (channels/matrix/, docs/matrix.md) -----------------------------------------------
@@ -92,7 +92,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "lambda chat, text, conversation: self.turns.send_to(chat, text, conversation), self._owner_conversation",
         "lambda chat, text, conversation: self.turns.send_to(chat, text, conversation), lambda: None",
         "Matrix's collector notices and morning digest reach no one: the owner's direct room is never asked",
-        BUSY_KIT,
+        KIT_MATRIX,
     ),
     Mutation(
         "matrix-pairing-code-not-in-refusal",
@@ -108,6 +108,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "msg.text, msg.event_id, joinable(msg))",
         "msg.text, msg.event_id, False)",
         "busy mode steer does nothing on Matrix: a message sent meanwhile waits its turn",
-        BUSY_KIT,
+        KIT_MATRIX,
     ),
 )

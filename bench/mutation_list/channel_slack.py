@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BUSY_KIT, SLACK, SLACK_BOT, SLACK_SOCKET, Mutation
+from mutation_list.common import KIT_SLACK_DISCORD, SLACK, SLACK_BOT, SLACK_SOCKET, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -68,7 +68,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "owner, msg.text, msg.ts, joinable(msg)",
         "owner, msg.text, msg.ts, False",
         "busy mode steer does nothing on Slack: a message sent meanwhile waits its turn",
-        BUSY_KIT,
+        KIT_SLACK_DISCORD,
     ),
     Mutation(
         "slack-refused-token-goes-on",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, BUSY_KIT, WEBCHAT, WEBCHAT_JOBS, Mutation
+from mutation_list.common import BOT, KIT_CONSOLE_WEBCHAT, WEBCHAT, WEBCHAT_JOBS, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -75,6 +75,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if joinable(item) and self.busy.join(",
         "        if False and self.busy.join(",
         "busy mode steer does nothing in the web chat: a message sent meanwhile waits its turn",
-        BUSY_KIT,
+        KIT_CONSOLE_WEBCHAT,
     ),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BUSY_KIT, WHATSAPP, WHATSAPP_BOT, Mutation
+from mutation_list.common import KIT_TELEGRAM_SIGNAL_WHATSAPP, WHATSAPP, WHATSAPP_BOT, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -51,7 +51,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "msg.text, msg.message_id, joinable(msg))",
         "msg.text, msg.message_id, False)",
         "busy mode steer does nothing on WhatsApp: a message sent meanwhile waits its turn",
-        BUSY_KIT,
+        KIT_TELEGRAM_SIGNAL_WHATSAPP,
     ),
     Mutation(
         "whatsapp-allowlist",

@@ -23,8 +23,14 @@ class Mutation:
 MCP_CLI = ("test_mcp_cli.py",)
 PAIRING = ("test_pairing.py",)
 BUSY = ("test_busy_modes.py",)
-#: The channel contract kit's busy-mode cases (every channel, in-process).
-BUSY_KIT = ("test_channel_contract.py",)
+#: The channel contract kit (tests/channel_kit.py, every channel in-process), by the module that runs it on a
+#: channel's group, and all of them.
+KIT_MATRIX = ("test_channel_kit_matrix.py",)
+KIT_EMAIL = ("test_channel_kit_email.py",)
+KIT_CONSOLE_WEBCHAT = ("test_channel_kit_console_webchat.py",)
+KIT_TELEGRAM_SIGNAL_WHATSAPP = ("test_channel_kit_telegram_signal_whatsapp.py",)
+KIT_SLACK_DISCORD = ("test_channel_kit_slack_discord.py",)
+CHANNEL_KIT = (*KIT_MATRIX, *KIT_EMAIL, *KIT_CONSOLE_WEBCHAT, *KIT_TELEGRAM_SIGNAL_WHATSAPP, *KIT_SLACK_DISCORD)
 MEMORY_JOURNAL = ("test_memory_journal.py", "test_console_quit.py")
 SERVE = ("test_serve_clients.py",)
 EMAIL = (
@@ -32,7 +38,7 @@ EMAIL = (
     "test_email_channel.py",
     "test_email_process.py",
     "test_email_doctor.py",
-    "test_channel_contract.py",
+    *KIT_EMAIL,
 )
 SERVE_MCP = ("test_serve_mcp.py",)
 OWNER_CHATS = ("test_owner_chats.py",)

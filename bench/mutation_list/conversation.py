@@ -6,7 +6,7 @@ from __future__ import annotations
 from mutation_list.common import (
     BOT,
     BUSY,
-    BUSY_KIT,
+    CHANNEL_KIT,
     DISCORD_BOT,
     HOOKS,
     JOB_ROUTING,
@@ -26,7 +26,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    return ALLOW_CONVERSATION if choice == "chat" else choice == "yes"',
         '    return ALLOW_CONVERSATION if choice == "chat" else True',
         "the owner's Decline button confirms the call",
-        ("test_channel_contract.py", "test_telegram_approval.py", "test_slack_bot.py"),
+        (*CHANNEL_KIT, "test_telegram_approval.py", "test_slack_bot.py"),
     ),
     # -- a chat message's turn and its reply's way out (conversation/chat_turns.py) ---------------------------
     Mutation(
@@ -60,7 +60,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return True if word in YES else False if word in NO else None",
         "return True if word in YES | NO else None",
         "the owner's 'no' on Signal confirms the call",
-        ("test_channel_contract.py", "test_signal.py"),
+        (*CHANNEL_KIT, "test_signal.py"),
     ),
     # -- scheduled jobs (jobs/, skills/jobs, agent/guard.py SCHEDULING_SKILLS) -------------------------
     Mutation(
@@ -304,7 +304,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if arrival.joinable and turns.busy.join(",
         "        if False and turns.busy.join(",
         "busy mode steer does nothing on Signal, Matrix and WhatsApp: a message sent meanwhile waits its turn",
-        BUSY_KIT,
+        CHANNEL_KIT,
         DISCORD_BOT,
     ),
     Mutation(
@@ -330,7 +330,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        for one in [item.item_id]:",
         "on Signal, Matrix, WhatsApp, email and Slack a message that joined a turn stays in the inbox after the reply "
         "that answered it: answered again at the next start",
-        BUSY_KIT,
+        CHANNEL_KIT,
         DISCORD_BOT,
     ),
     Mutation(
@@ -371,7 +371,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if not await self.told.first(who):",
         "        if False:",
         "with pairing off a stranger is told their id at every message (Signal: not once; Telegram: not once a minute)",
-        ("test_channel_contract.py", "test_signal_allowlist.py"),
+        (*CHANNEL_KIT, "test_signal_allowlist.py"),
     ),
     Mutation(
         "strangers-pairing-not-wired",

@@ -1,0 +1,1820 @@
+"""The channel contract's test kit (issue 42, docs/channels.md): the cases every channel passes, through its real
+service and its fake (FakeBotAPI, FakeSignalDaemon, a terminal, real IMAP and SMTP servers for email, the run's
+Synapse for Matrix): a message in gets one reply out and one model call; a long reply arrives whole, in parts
+within the declared limit; an ``ask`` approval waits for the owner's yes or no; a stranger is told once (by mail
+only a proven one: an answer to a forged From is backscatter) and reaches no model (not on the terminal, which has
+no strangers); a streamed reply grows by edits where the channel declares it can edit, else arrives as one message
+(the terminal prints it as it comes, once); a photo reaches the vision runner and a file is saved as sent and named
+to the model (where ``media_in`` has them); a restart mid-turn leaves the message to the next start, which answers
+it once. A file the send_file skill sends arrives once, as it is in the workspace. A due reminder reaches the chat
+it was set in and a collector's notice only the owner (conversation/notices.py). A message the same person sends
+while the model works follows the busy mode (steer and interrupt: one turn answers both; queue: two turns in
+order).
+
+Each case is a method of ``ChannelKit``, parametrized by ``channel``; a channel's drivers are in the tables below
+(APPROVE, CHAT, ...). The kit runs in ``tests/test_channel_kit_<group>.py``: each module subclasses ``ChannelKit``
+with a group of channels, every channel in exactly one (tests/test_channel_contract.py checks), so that xdist's
+workers share the kit (one module of all nine took one worker over a minute). The records' and the registration's
+own checks are in tests/test_channel_contract.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import typing
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from messaging_llm_bot.channels.contract import Capabilities
+from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
+from tests import preload
+from tests.console_harness import TypedLines
+
+
+def _telegram() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.telegram.format import CAPABILITIES, render_markdown
+
+    return CAPABILITIES, lambda text: [part.text for part in render_markdown(text)]
+
+
+def _signal() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.signal.format import CAPABILITIES, render_signal
+
+    return CAPABILITIES, lambda text: [part.text for part in render_signal(text)]
+
+
+def _console() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.console.service import CAPABILITIES
+
+    return CAPABILITIES, lambda text: [terminal_text(text)]
+
+
+def _email() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.email.format import CAPABILITIES, plain_text
+
+    return CAPABILITIES, lambda text: [plain_text(text)]  # a mail is one part: the limit only bounds a runaway
+
+
+def _matrix() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.matrix.format import CAPABILITIES, render_matrix
+
+    return CAPABILITIES, lambda text: [part.body for part in render_matrix(text)]
+
+
+def _webchat() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.webchat.format import CAPABILITIES, split
+
+    return CAPABILITIES, split
+
+
+def _whatsapp() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES, split
+
+    # What the user reads: WhatsApp shows *bold* as bold, without its markers.
+    return CAPABILITIES, lambda text: [part.replace("*", "") for part in split(text)]
+
+
+def _slack() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.slack.format import CAPABILITIES, split
+
+    # What the user reads: Slack shows *bold* as bold, without its markers.
+    return CAPABILITIES, lambda text: [part.replace("*", "") for part in split(text)]
+
+
+def _discord() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.discord.format import CAPABILITIES, split
+
+    # What the user reads: Discord shows **bold** as bold, without its markers.
+    return CAPABILITIES, lambda text: [part.replace("*", "") for part in split(text)]
+
+
+CHANNELS = {
+    "telegram": _telegram,
+    "signal": _signal,
+    "email": _email,
+    "console": _console,
+    "matrix": _matrix,
+    "webchat": _webchat,
+    "whatsapp": _whatsapp,
+    "slack": _slack,
+    "discord": _discord,
+}
+MEASURE: dict[str, Callable[[str], int]] = {
+    "utf16": utf16_len,
+    "utf8": lambda text: len(text.encode("utf-8")),
+    "chars": len,
+}
+
+
+# -- an ``ask`` approval through each channel (the default policy asks before a delete) ---------------------
+
+DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
+
+
+_Tty = TypedLines  # lines typed at a terminal (the terminal chat asks only a terminal)
+
+
+def _approve_on_telegram(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.telegram_harness import OWNER, approval_question, texts
+
+    fake, workspace = request.getfixturevalue("fake"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start_bot")()
+    fake.send_message("delete notes/important.md")
+    message, buttons = approval_question(fake)
+    assert workspace.exists("notes/important.md")  # nothing happens before the answer
+    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes" if yes else ":no")), message["message_id"])
+    reply = fake.wait_for(lambda: next((t for t in texts(fake) if "Handled." in t), None), timeout=30)
+    return message["text"], reply
+
+
+def _approve_on_signal(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.signal_harness import OWNER
+
+    daemon, workspace = request.getfixturevalue("daemon"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start")()
+    daemon.message(OWNER, "delete notes/important.md")
+    [question] = daemon.wait_sent(1)
+    assert workspace.exists("notes/important.md")
+    daemon.message(OWNER, "yes" if yes else "no")  # the answer, not a new message for the model
+    reply = daemon.wait_sent(2)[1]
+    return question["message"], reply["message"]
+
+
+def _approve_on_the_terminal(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    workspace = request.getfixturevalue("workspace")
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}  # as the other two run
+    runtime = make_runtime(config, workspace, request.getfixturevalue("tmp_path"))
+    out = io.StringIO()
+    try:
+        typed = _Tty(["delete notes/important.md\n", "y\n" if yes else "n\n"])
+        assert run_console(runtime, typed, out, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    text = out.getvalue()
+    return text[text.index("Confirm this action?") :], text
+
+
+def _approve_on_email(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.email_harness import body, mail, wait_mails
+
+    imap, smtp, workspace = (request.getfixturevalue(name) for name in ("email_imap", "email_smtp", "workspace"))
+    request.getfixturevalue("start_email")()
+    imap.append("INBOX", mail("delete notes/important.md", message_id="<ask-1@example.org>"))
+    [question] = wait_mails(smtp, 1)
+    assert workspace.exists("notes/important.md")
+    answer = "yes" if yes else "no"  # the answer in the thread, not a new mail for the model
+    imap.append("INBOX", mail(answer, message_id="<ask-2@example.org>", headers=_in_thread(question)))
+    reply = wait_mails(smtp, 2)[1]
+    return body(question), body(reply)
+
+
+def _in_thread(sent: typing.Any) -> dict[str, str]:
+    """The headers of a reply to the bot's mail ``sent``."""
+    return {"In-Reply-To": sent["Message-ID"], "References": f"{sent['References']} {sent['Message-ID']}"}
+
+
+def _matrix_world(request: pytest.FixtureRequest) -> typing.Any:
+    """This test's people on the session's Synapse (tests/matrix_harness.py), which the first such test starts."""
+    from tests.matrix_harness import Synapse
+
+    world = request.getfixturevalue("matrix")
+    assert isinstance(world.server, Synapse)  # named here: a test using it may start a process (tests/tiers.py)
+    return world
+
+
+def _matrix_room(request: pytest.FixtureRequest, **start: typing.Any) -> typing.Any:
+    """The owner's direct room with the bot running and joined; (world, room)."""
+    from tests.waiting import wait_until
+
+    world = _matrix_world(request)
+    room = world.direct_room()
+    request.getfixturevalue("start_matrix")(**start)
+    wait_until(lambda: world.joined(room), timeout=20, what="the bot to join the owner's direct room")
+    return world, room
+
+
+def _bot_texts_until(world: typing.Any, room: str, done: Callable[[list[str]], bool]) -> list[str]:
+    from tests.waiting import wait_until
+
+    wait_until(lambda: done(world.owner.texts(room, world.bot.user_id)), timeout=30, what="the bot's reply")
+    return list(world.owner.texts(room, world.bot.user_id))
+
+
+def _approve_on_matrix(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    world, room = _matrix_room(request)
+    workspace = request.getfixturevalue("workspace")
+    world.owner.send(room, "delete notes/important.md")
+    [question] = _bot_texts_until(world, room, lambda texts: any(t.startswith("Confirm") for t in texts))
+    assert workspace.exists("notes/important.md")
+    world.owner.send(room, "yes" if yes else "no")  # the answer, not a new message for the model
+    texts = _bot_texts_until(world, room, lambda texts: any("Handled." in t for t in texts))
+    return question, texts[-1]
+
+
+def _approve_on_webchat(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.waiting import wait_until
+
+    workspace = request.getfixturevalue("workspace")
+    chat = request.getfixturevalue("start_webchat")()
+    chat.send("delete notes/important.md")
+    wait_until(lambda: chat.history()["asking"], 30, "the question with its buttons")
+    [question] = chat.history()["asking"]
+    assert workspace.exists("notes/important.md")
+    chat.answer(question["id"], yes)  # the button: no message, no turn
+    replies = chat.replies_until(lambda texts: any("Handled." in t for t in texts))
+    return question["text"], replies[-1]
+
+
+def _whatsapp_texts_until(request: pytest.FixtureRequest, done: Callable[[list[str]], bool]) -> list[str]:
+    """The bot's text messages to the owner once ``done`` says so (tests/whatsapp_harness.py)."""
+    from tests.waiting import wait_until
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    wait_until(lambda: done(graph.texts(OWNER)), timeout=30, what="the bot's reply on WhatsApp")
+    return graph.texts(OWNER)
+
+
+def _approve_on_whatsapp(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.whatsapp_harness import OWNER
+
+    graph, workspace = request.getfixturevalue("whatsapp_graph"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start_whatsapp")()
+    graph.user_text(OWNER, "delete notes/important.md")
+    [question] = _whatsapp_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
+    assert workspace.exists("notes/important.md")
+    graph.user_text(OWNER, "yes" if yes else "no")  # the answer, not a new message for the model
+    texts = _whatsapp_texts_until(request, lambda texts: any("Handled." in t for t in texts))
+    return question, texts[-1]
+
+
+def _slack_texts_until(request: pytest.FixtureRequest, done: Callable[[list[str]], bool]) -> list[str]:
+    """The bot's messages in the owner's DM once ``done`` says so (tests/slack_harness.py)."""
+    from tests.slack_harness import owner_texts
+    from tests.waiting import wait_until
+
+    slack = request.getfixturevalue("slack_api")
+    wait_until(lambda: done(owner_texts(slack)), timeout=30, what="the bot's reply on Slack")
+    return owner_texts(slack)
+
+
+def _approve_on_slack(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    """The owner presses the question's Confirm or Decline button (a signed interactive payload)."""
+    from tests.slack_harness import OWNER, owner_writes
+
+    slack, workspace = request.getfixturevalue("slack_api"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start_slack")()
+    owner_writes(slack, "delete notes/important.md")
+    texts = _slack_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
+    question = next(t for t in texts if t.startswith("Confirm"))  # after a status line, when the model is slow
+    assert workspace.exists("notes/important.md")
+    dm = slack.dms[OWNER]
+    [asked] = [m for m in slack.posted(dm) if m.get("blocks")]
+    assert slack.deliver_form(slack.press(OWNER, dm, asked["ts"], "approve_yes" if yes else "approve_no")).ok
+    texts = _slack_texts_until(request, lambda texts: any("Handled." in t for t in texts))
+    # The answer may be the status line posted before the question (a slow model), so it is found by its text.
+    [reply] = [text for text in texts if "Handled." in text]
+    return question, reply
+
+
+def _discord_texts_until(request: pytest.FixtureRequest, done: Callable[[list[str]], bool]) -> list[str]:
+    """The bot's messages in the owner's DM once ``done`` says so (tests/discord_harness.py)."""
+    from tests.discord_harness import owner_texts
+    from tests.waiting import wait_until
+
+    discord = request.getfixturevalue("discord_api")
+    wait_until(lambda: done(owner_texts(discord)), timeout=30, what="the bot's reply on Discord")
+    return owner_texts(discord)
+
+
+def _approve_on_discord(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    """The owner presses the question's Yes or No button (discord.ui; Discord's interaction callback)."""
+    from tests.discord_harness import OWNER, owner_writes, question_of
+
+    discord, workspace = request.getfixturevalue("discord_api"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start_discord")()
+    owner_writes(discord, "delete notes/important.md")
+    _discord_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
+    message, buttons = question_of(discord)
+    question = message["content"]
+    assert workspace.exists("notes/important.md") and list(buttons) == ["Yes", "No"]
+    discord.click(message, buttons["Yes" if yes else "No"], OWNER)  # the answer, not a new message for the model
+    texts = _discord_texts_until(request, lambda texts: any("Handled." in t for t in texts))
+    assert [c["type"] for c in discord.callbacks] == [7]  # the question edited, its buttons taken off
+    # The answer may be a live message sent before the question (streaming), so it is found by its text.
+    [reply] = [text for text in texts if "Handled." in text]
+    return question, reply
+
+
+APPROVE = {
+    "discord": _approve_on_discord,
+    "slack": _approve_on_slack,
+    "whatsapp": _approve_on_whatsapp,
+    "webchat": _approve_on_webchat,
+    "telegram": _approve_on_telegram,
+    "signal": _approve_on_signal,
+    "email": _approve_on_email,
+    "console": _approve_on_the_terminal,
+    "matrix": _approve_on_matrix,
+}
+
+
+class _AskCase:
+    """An ``ask`` call through the channel."""
+
+    @pytest.mark.parametrize("yes", [True, False], ids=["yes", "no"])
+    def test_an_ask_call_waits_for_the_owners_yes_or_no(
+        self, channel: str, yes: bool, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        workspace.write_text("notes/important.md", "# Important\n")
+        chat_server.enqueue(DELETE, '{"reply": "Handled."}')
+        question, reply = APPROVE[channel](request, yes)
+        assert question.startswith("Confirm this action?") and "skill: file" in question and "important.md" in question
+        assert "Handled." in reply
+        assert workspace.exists("notes/important.md") is not yes
+        asked = [str(r["messages"][-1])[:300] for r in chat_server.chat_requests]  # what each request ended with
+        assert len(asked) == 2, asked  # the call, then the answer after it: the owner's word is no turn
+
+
+# -- a message in, its reply out; a long reply split; a stranger told once ---------------------------------
+
+
+def _words(text: str) -> str:
+    return "".join(text.split())
+
+
+def _chat_on_telegram(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    """The owner sends ``lines``; the bot's messages in the owner's chat once the last reply is in."""
+    from tests.telegram_harness import texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")()
+    chat_server = request.getfixturevalue("chat_server")
+    for line in lines:
+        fake.send_message(line)
+    fake.wait_for(lambda: len(chat_server.chat_requests) >= len(lines) and texts(fake), timeout=30)
+    fake.wait_for(lambda: "END" in "".join(texts(fake)), timeout=30)
+    return texts(fake)
+
+
+def _chat_on_signal(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.signal_harness import OWNER, wait_for
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")()
+    for line in lines:
+        daemon.message(OWNER, line)
+    wait_for(lambda: "END" in "".join(s["message"] for s in daemon.sent_to(OWNER)), what="the reply", timeout=30)
+    return [s["message"] for s in daemon.sent_to(OWNER)]
+
+
+def _chat_on_the_terminal(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    runtime = make_runtime(config, request.getfixturevalue("workspace"), request.getfixturevalue("tmp_path"))
+    out = io.StringIO()
+    try:
+        assert run_console(runtime, _Tty([f"{line}\n" for line in lines]), out, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    return [out.getvalue()]  # one screen: what the owner sees
+
+
+def _chat_on_email(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.email_harness import body, mail
+    from tests.waiting import wait_until
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    # A mail shows no stream: the answer is read whole (a long one streamed from the fake took over the runner's
+    # 10 s on a loaded machine; the streamed case has its own test).
+    request.getfixturevalue("start_email")(patch=lambda config: config["llm"].update(stream=False))
+    for n, line in enumerate(lines):
+        imap.append("INBOX", mail(line, message_id=f"<chat-{n}@example.org>"))
+    wait_until(lambda: "END" in "".join(body(m) for m in smtp.messages), 30, "the reply")
+    return [body(m).strip() for m in smtp.messages]
+
+
+def _chat_on_matrix(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    world, room = _matrix_room(request)
+    for line in lines:
+        world.owner.send(room, line)
+    return _bot_texts_until(world, room, lambda texts: "END" in "".join(texts))
+
+
+def _chat_on_webchat(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    chat = request.getfixturevalue("start_webchat")()
+    for line in lines:
+        chat.send(line)
+    return chat.replies_until(lambda texts: "END" in "".join(texts))
+
+
+def _chat_on_whatsapp(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")()
+    for line in lines:
+        graph.user_text(OWNER, line)
+    return _whatsapp_texts_until(request, lambda texts: "END" in "".join(texts))
+
+
+def _chat_on_slack(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.slack_harness import owner_writes
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")()
+    for line in lines:
+        owner_writes(slack, line)
+    return _slack_texts_until(request, lambda texts: "END" in "".join(texts))
+
+
+def _chat_on_discord(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.discord_harness import owner_writes
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")()
+    for line in lines:
+        owner_writes(discord, line)
+    return _discord_texts_until(request, lambda texts: "END" in "".join(texts))
+
+
+CHAT = {
+    "discord": _chat_on_discord,
+    "slack": _chat_on_slack,
+    "whatsapp": _chat_on_whatsapp,
+    "webchat": _chat_on_webchat,
+    "telegram": _chat_on_telegram,
+    "signal": _chat_on_signal,
+    "email": _chat_on_email,
+    "console": _chat_on_the_terminal,
+    "matrix": _chat_on_matrix,
+}
+
+
+class _ReplyCase:
+    """A message in, its reply out."""
+
+    def test_a_message_in_gets_one_reply_out(self, channel: str, request: pytest.FixtureRequest, chat_server) -> None:
+        chat_server.enqueue('{"reply": "Paris is the capital. END"}')
+        shown = CHAT[channel](request, ["What is the capital of France?"])
+        assert sum(text.count("Paris is the capital.") for text in shown) == 1
+        assert len(chat_server.chat_requests) == 1
+        assert "What is the capital of France?" in str(chat_server.chat_requests[0]["messages"][-1])
+
+
+class _LongReplyCase:
+    """A long reply, split."""
+
+    def test_a_long_reply_arrives_whole_in_parts_within_the_channels_limit(
+        self, channel: str, request: pytest.FixtureRequest, chat_server
+    ) -> None:
+        capabilities, _split = CHANNELS[channel]()
+        measure = MEASURE[capabilities.length_unit]
+        line = "Paris 🗼 ist die Hauptstadt, 東京 is far away."
+        count = min(5 * 2_000 // len(line), 2 * capabilities.max_message_length // measure(line) + 1)
+        reply = " ".join(f"{n}. {line}" for n in range(count)) + " END"
+        answer = json.dumps({"reply": reply})
+        # In 50 pieces, not one a word (1,700 events): this case is about the split, and a loaded machine took
+        # over the model's 10 s to stream it word by word (four channels failed so in a whole run at load 20).
+        pieces = [answer[n : n + len(answer) // 50 + 1] for n in range(0, len(answer), len(answer) // 50 + 1)]
+        chat_server.enqueue({"content": answer, "stream_chunks": pieces})
+        shown = CHAT[channel](request, ["Tell me a lot."])
+        if channel != "console" and measure(reply) > capabilities.max_message_length:
+            parts = [text for text in shown if "Paris" in text or "END" in text]
+            assert len(parts) > 1 and all(measure(part) <= capabilities.max_message_length for part in parts)
+        assert _words(reply) in _words("".join(shown))
+
+
+def _strangers_on_telegram(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
+    from tests.telegram_harness import OWNER, STRANGER
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")(config_patch=patch)
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        fake.send_message(f"let me in {n}", user_id=STRANGER, username="stranger")
+    # The answer (a pairing code, conversation/pairing.py) is written off the event loop: wait for it.
+    fake.wait_for(lambda: fake.messages(STRANGER), timeout=30)
+    fake.send_message("ping", user_id=OWNER)  # after the strangers' messages: all of theirs are handled
+    fake.wait_for_messages(OWNER, 1, timeout=30)
+    return len(fake.messages(STRANGER))
+
+
+def _strangers_on_signal(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
+    from tests.signal_harness import OWNER, STRANGER, wait_for
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")(patch=patch)
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        daemon.message(STRANGER, f"let me in {n}")
+    daemon.message(OWNER, "ping")
+    wait_for(lambda: daemon.sent_to(OWNER), what="the owner's reply", timeout=30)
+    return len(daemon.sent_to(STRANGER))
+
+
+def _strangers_on_email(request: pytest.FixtureRequest) -> int:
+    from tests.email_harness import OWNER, STRANGER, mail, wait_mails
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    request.getfixturevalue("start_email")()
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    stranger_passed = "mx.example.org; dkim=pass header.d=evil.example"  # proven, and still a stranger
+    files = [("invoice.pdf", "application/pdf", b"%PDF-1.4 open me")]
+    for n in range(3):
+        raw = mail(
+            f"let me in {n}", sender=STRANGER, message_id=f"<in-{n}@evil>", auth=stranger_passed, attachments=files
+        )
+        imap.append("INBOX", raw)
+    imap.append("INBOX", mail("ping", message_id="<ping@example.org>"))
+    wait_mails(smtp, 2)
+    assert smtp.recipients == [[STRANGER], [OWNER]]  # their pairing code (proven: no forged From), the pong
+    assert request.getfixturevalue("workspace").list("**/invoice*") == []  # nothing of theirs is saved
+    return 1
+
+
+def _strangers_on_matrix(request: pytest.FixtureRequest) -> int:
+    from tests.waiting import wait_until
+
+    world = _matrix_world(request)
+    group = world.owner.create_room([world.bot.user_id, world.stranger.user_id], name="club")
+    world.stranger.join(group)
+    request.getfixturevalue("start_matrix")()
+    wait_until(lambda: world.joined(group), timeout=20, what="the bot to join the owner's group")
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    mention = {"m.mentions": {"user_ids": [world.bot.user_id]}}
+    for n in range(3):
+        world.stranger.send(group, f"{world.bot.user_id} let me in {n}", **mention)
+    world.owner.send(group, f"{world.bot.user_id} ping", **mention)  # after the stranger's, in the same room
+    bot = world.bot.user_id
+    wait_until(lambda: "pong" in world.owner.texts(group, bot), timeout=30, what="the owner's reply")
+    return len([t for t in world.owner.texts(group, bot) if world.stranger.user_id in t])
+
+
+def _strangers_on_whatsapp(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
+    from tests.waiting import wait_until
+    from tests.whatsapp_harness import OWNER, STRANGER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")(patch=patch)
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        graph.user_text(STRANGER, f"let me in {n}")
+    wait_until(lambda: graph.texts(STRANGER), timeout=30, what="the stranger's answer")
+    graph.user_text(OWNER, "ping")
+    _whatsapp_texts_until(request, lambda texts: "pong" in texts)
+    told = f"+{STRANGER}" if patch else "approve code"  # pairing off: their number; on: a code (pairing.py)
+    return len([t for t in graph.texts(STRANGER) if told in t])
+
+
+def _strangers_on_slack(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
+    from tests.slack_harness import STRANGER, owner_writes
+    from tests.waiting import wait_until
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")(patch=patch)
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        assert slack.deliver(slack.dm(STRANGER, f"let me in {n}")).status_code == 200
+    wait_until(lambda: slack.posted(slack.dms[STRANGER]), timeout=30, what="the stranger's answer")
+    owner_writes(slack, "ping")
+    _slack_texts_until(request, lambda texts: "pong" in texts)
+    told = STRANGER if patch else "approve code"  # pairing off: their user id; on: a code (pairing.py)
+    return len([m for m in slack.posted(slack.dms[STRANGER]) if told in m["text"]])
+
+
+def _strangers_on_discord(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
+    from tests.discord_harness import STRANGER, owner_writes
+    from tests.waiting import wait_until
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")(patch=patch)
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        discord.dm(STRANGER, f"let me in {n}")
+    wait_until(lambda: discord.posted(discord.dms[STRANGER]), timeout=30, what="the stranger's answer")
+    owner_writes(discord, "ping")
+    _discord_texts_until(request, lambda texts: "pong" in texts)
+    told = STRANGER if patch else "approve code"  # pairing off: their user id; on: a code (pairing.py)
+    return len([m for m in discord.posted(discord.dms[STRANGER]) if told in m["content"]])
+
+
+STRANGERS = {
+    "discord": _strangers_on_discord,
+    "slack": _strangers_on_slack,
+    "whatsapp": _strangers_on_whatsapp,
+    "telegram": _strangers_on_telegram,
+    "signal": _strangers_on_signal,
+    "email": _strangers_on_email,
+    "matrix": _strangers_on_matrix,
+}
+#: Why a channel has no strangers to tell.
+NO_STRANGERS = {
+    "console": "the terminal chat has one user, its owner: no strangers",
+    "webchat": "the Chat page has one user, the owner signed in to the page: a request without the sign-in is "
+    "refused 401 before anything is stored (tests/test_web_chat_browser.py::test_without_sign_in_the_chat_is_refused)",
+}
+#: How often a stranger is told: once (by mail only a stranger their provider proves: an answer to a forged
+#: sender is backscatter, tests/test_pairing.py).
+TOLD: dict[str, int] = {}
+
+
+class _StrangerCase:
+    """A stranger, told once."""
+
+    def test_a_stranger_is_told_once_and_reaches_no_model(
+        self, channel: str, request: pytest.FixtureRequest, chat_server
+    ) -> None:
+        if channel not in STRANGERS:
+            pytest.skip(NO_STRANGERS[channel])
+        assert STRANGERS[channel](request) == TOLD.get(channel, 1)
+        assert len(chat_server.chat_requests) == 1  # the owner's ping only
+
+
+def _pairing_off(config: dict) -> None:
+    config.setdefault("runtime", {})["pairing"] = False
+
+
+#: Pairing off (``runtime.pairing: false``): a stranger is told their own id, once (conversation/strangers.py).
+TOLD_THEIR_ID = {
+    "discord": lambda request: _strangers_on_discord(request, _pairing_off),
+    "slack": lambda request: _strangers_on_slack(request, _pairing_off),
+    "telegram": lambda request: _strangers_on_telegram(request, _pairing_off),
+    "signal": lambda request: _strangers_on_signal(request, _pairing_off),
+    "whatsapp": lambda request: _strangers_on_whatsapp(request, _pairing_off),
+}
+NOT_TOLD_THEIR_ID = {
+    **NO_STRANGERS,
+    "email": "a stranger is never answered by mail (backscatter)",
+    "matrix": "no driver in TOLD_THEIR_ID yet (tests/test_matrix.py: a stranger refused once)",
+}
+
+
+class _StrangerIdCase:
+    """A stranger without pairing."""
+
+    def test_without_pairing_a_stranger_is_told_their_id_once(
+        self, channel: str, request: pytest.FixtureRequest, chat_server
+    ) -> None:
+        if channel not in TOLD_THEIR_ID:
+            pytest.skip(NOT_TOLD_THEIR_ID[channel])
+        assert TOLD_THEIR_ID[channel](request) == 1
+        assert len(chat_server.chat_requests) == 1  # the owner's ping only
+
+
+# -- a streamed reply: edits where the channel can edit, else one final message ---------------------------
+
+WORDS = [f"word{i} " for i in range(14)]
+# The editing channels edit at most once per their ``edit_interval_seconds`` (1 s by default: the platforms'
+# rate limits); against the fakes the test sets it to 0.1 s. The model's stream is held at three points until
+# the platform shows the words so far (``_held_until_shown``): the first message can hold at most word0-word4,
+# so word9 and then word13 can only be shown by two edits before the end, however slow the machine is. A
+# channel that does not edit never shows word9 before the end: the hold gives up after a while, and the count
+# of edits fails the test. (With the default interval the holds only wait longer.) The holds alone pace an
+# editing channel's stream. A channel that cannot edit gets the pieces UNEDITED_PACE apart: the stream lasts
+# 0.75 s, over twice the wait before a first live message (conversation/progress.py FIRST_MESSAGE_GRACE_SECONDS),
+# so one that wrongly showed the answer as it grew would send a partial message.
+EDIT_INTERVAL = 0.1
+STREAMED = {"content": "".join(WORDS) + "END", "stream_chunks": [*WORDS, "END"]}
+UNEDITED_PACE = 0.05
+#: Before the chunk of this index is sent, the platform must show the word before it.
+HOLDS = (5, 10, len(WORDS))
+
+
+@dataclasses.dataclass
+class _Shown:
+    """What an editing channel's platform has shown of the answer so far: every text sent or edited in.
+    The channel's driver sets ``texts`` before the owner writes; a channel that cannot edit leaves it None."""
+
+    texts: Callable[[], list[str]] | None = None
+
+
+def _held_until_shown(shown: _Shown) -> Callable[[int], None]:
+    """The stream's ``chunk_gate``: at each of HOLDS, wait until some text the platform shows has the word
+    before it (at most 20 s; then the stream goes on and the count of edits says what was missing)."""
+    from tests.waiting import wait_until
+
+    def gate(index: int) -> None:
+        texts = shown.texts
+        if texts is None or index not in HOLDS:
+            return
+        word = WORDS[index - 1].strip()
+        try:
+            wait_until(lambda: any(word in text for text in texts()), timeout=20, what=f"{word} shown")
+        except AssertionError:
+            pass  # the test's own assertion names what was shown
+
+    return gate
+
+
+def _streaming(section: str | None = None) -> Callable[[dict[str, typing.Any]], None]:
+    """A config patch: the model's answer streamed, and the channel ``section`` editing every EDIT_INTERVAL."""
+
+    def patch(config: dict[str, typing.Any]) -> None:
+        config["llm"].update(stream=True)
+        if section is not None:
+            config[section]["edit_interval_seconds"] = EDIT_INTERVAL
+
+    return patch
+
+
+def _edited_texts(fake: typing.Any) -> list[str]:
+    return [c["params"]["text"] for c in fake.calls("editMessageText") if c["status"] == 200]
+
+
+def _stream_on_telegram(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+    """(partial texts shown by edits, the messages left in the owner's chat)."""
+    from tests.telegram_harness import texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")(stream=True, edit_interval_seconds=EDIT_INTERVAL)
+    shown.texts = lambda: texts(fake) + _edited_texts(fake)
+    fake.send_message("stream please")
+    fake.wait_for(lambda: any(t.endswith("END") for t in texts(fake)), timeout=30)
+    edits = _edited_texts(fake)
+    return len([e for e in edits if e.startswith("word0") and not e.endswith("END")]), texts(fake)
+
+
+def _stream_on_signal(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+    from tests.signal_harness import OWNER, wait_for
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")(patch=_streaming())
+    daemon.message(OWNER, "stream please")
+    wait_for(lambda: any(s["message"].endswith("END") for s in daemon.sent_to(OWNER)), what="the reply", timeout=30)
+    return 0, [s["message"] for s in daemon.sent_to(OWNER)]  # signal-cli cannot edit a sent message
+
+
+class _Screen(io.StringIO):
+    """The terminal's stdout, with the answer's pieces counted as they are written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pieces = 0
+
+    def write(self, text: str) -> int:
+        self.pieces += "word" in text
+        return super().write(text)
+
+
+def _stream_on_the_terminal(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+    """The terminal cannot edit; it prints the answer as it streams in, then the rest of the block."""
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    config["llm"] = {**config["llm"], "stream": True}
+    runtime = make_runtime(config, request.getfixturevalue("workspace"), request.getfixturevalue("tmp_path"))
+    screen = _Screen()
+    try:
+        assert run_console(runtime, _Tty(["stream please\n"]), screen, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    assert screen.pieces >= 2  # shown as it came, not only at the end
+    return 0, [screen.getvalue().strip().removesuffix("you>").strip()]  # the next prompt is not part of the answer
+
+
+def _stream_on_email(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+    from tests.email_harness import body, mail
+    from tests.waiting import wait_until
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    request.getfixturevalue("start_email")(patch=_streaming())
+    imap.append("INBOX", mail("stream please", message_id="<stream@example.org>"))
+    wait_until(lambda: any(body(m).strip().endswith("END") for m in smtp.messages), 30, "the reply")
+    return 0, [body(m).strip() for m in smtp.messages]  # a sent mail cannot be edited
+
+
+def _stream_on_matrix(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+    world, room = _matrix_room(request, patch=_streaming("matrix"))
+    bot = world.bot.user_id
+    shown.texts = lambda: world.owner.texts(room, bot) + world.owner.edits(room, bot)
+    world.owner.send(room, "stream please")
+    shown = _bot_texts_until(world, room, lambda texts: any(t.endswith("END") for t in texts))
+    edits = world.owner.edits(room, world.bot.user_id)
+    return len([e for e in edits if e.startswith("word0") and not e.endswith("END")]), shown
+
+
+def _stream_on_webchat(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+    """The page shows the growing answer as live text, never as a message: the messages are the final one."""
+    chat = request.getfixturevalue("start_webchat")()
+    chat.send("stream please")
+    return 0, chat.replies_until(lambda texts: any(t.endswith("END") for t in texts))
+
+
+def _stream_on_whatsapp(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+    """WhatsApp cannot edit a sent message: the streamed answer goes out once, when it is done."""
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")(patch=_streaming())
+    graph.user_text(OWNER, "stream please")
+    return 0, _whatsapp_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
+
+
+def _stream_on_slack(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+    """Slack edits the answer in place (chat.update): how many edits showed it before its end."""
+    from tests.slack_harness import OWNER, owner_texts, owner_writes
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")(patch=_streaming("slack"))
+    shown.texts = lambda: [text for m in slack.posted(slack.dms[OWNER]) for text in m["history"]]
+    owner_writes(slack, "stream please")
+    shown = _slack_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
+    [message] = [m for m in slack.posted(slack.dms[OWNER]) if m["text"] == shown[-1]]
+    return _partial_edits(message["history"]), owner_texts(slack)
+
+
+def _partial_edits(history: list[str]) -> int:
+    """How many edits of a message (its texts in turn, the first as sent) showed the answer before its end."""
+    return len([text for text in history[1:] if text.startswith("word0") and not text.endswith("END")])
+
+
+def _stream_on_discord(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+    """Discord edits the answer in place: how many edits showed it before its end."""
+    from tests.discord_harness import OWNER, owner_texts, owner_writes
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")(patch=_streaming("discord"))
+    shown.texts = lambda: [text for m in discord.posted(discord.dms[OWNER]) for text in m["history"]]
+    owner_writes(discord, "stream please")
+    shown = _discord_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
+    [message] = [m for m in discord.posted(discord.dms[OWNER]) if m["content"] == shown[-1]]
+    return _partial_edits(message["history"]), owner_texts(discord)
+
+
+STREAM = {
+    "discord": _stream_on_discord,
+    "slack": _stream_on_slack,
+    "whatsapp": _stream_on_whatsapp,
+    "webchat": _stream_on_webchat,
+    "telegram": _stream_on_telegram,
+    "signal": _stream_on_signal,
+    "email": _stream_on_email,
+    "console": _stream_on_the_terminal,
+    "matrix": _stream_on_matrix,
+}
+
+
+class _StreamCase:
+    """A streamed reply."""
+
+    def test_a_streamed_reply_grows_by_edits_where_the_channel_can_edit_else_arrives_as_one_message(
+        self, channel: str, request: pytest.FixtureRequest, chat_server
+    ) -> None:
+        capabilities, _split = CHANNELS[channel]()
+        watch = _Shown()
+        pace = {} if capabilities.can_edit else {"chunk_delay": UNEDITED_PACE}
+        chat_server.enqueue({**STREAMED, **pace, "chunk_gate": _held_until_shown(watch)})
+        partial, shown = STREAM[channel](request, watch)
+        assert chat_server.chat_requests[0]["stream"] is True
+        assert [text for text in shown if "word0" in text] == [shown[-1]] and shown[-1].endswith("word13 END")
+        assert shown[-1].count("word0") == 1  # the answer once, not the stream and then the reply again
+        if capabilities.can_edit:
+            assert partial >= 2  # the answer grew in place, then became the reply
+        else:
+            assert partial == 0 and len(shown) == 1  # no partial message: one final message
+
+
+# -- a photo and a file in ------------------------------------------------------------------------------
+
+MENU = b"%PDF-1.4 the menu of the day"
+
+
+def _media_on_telegram(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.telegram_harness import OWNER, texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")(config_patch=_with_vision(request.getfixturevalue("chat_server")))
+    fake.send_photo(OWNER, photo, caption="what is this?", width=600, height=400)
+    fake.wait_for(lambda: "Seen. END" in texts(fake), timeout=30)
+    fake.send_document(OWNER, "menu.pdf", MENU, caption="the menu", mime_type="application/pdf")
+    fake.wait_for(lambda: "Filed. END" in texts(fake), timeout=30)
+
+
+def _media_on_signal(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.signal_harness import OWNER
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    daemon.message(OWNER, "what is this?", attachments=[daemon.add_attachment(photo, "image/jpeg", filename="p.jpg")])
+    daemon.wait_sent(1, timeout=30)
+    menu = daemon.add_attachment(MENU, "application/pdf", filename="menu.pdf")
+    daemon.message(OWNER, "the menu", attachments=[menu])
+    daemon.wait_sent(2, timeout=30)
+
+
+def _with_vision(chat_server: typing.Any) -> Callable[[dict[str, typing.Any]], None]:
+    def patch(config: dict[str, typing.Any]) -> None:
+        eyes = {"name": "eyes", "base_url": chat_server.base_url, "model": "vision-model", "vision": True}
+        config["llm"]["runners"].append(eyes)
+
+    return patch
+
+
+def _media_on_email(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.email_harness import mail, wait_mails
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    request.getfixturevalue("start_email")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    imap.append(
+        "INBOX", mail("what is this?", message_id="<p@example.org>", attachments=[("p.jpg", "image/jpeg", photo)])
+    )
+    wait_mails(smtp, 1, timeout=30)
+    menu = [("menu.pdf", "application/pdf", MENU)]
+    imap.append("INBOX", mail("the menu", message_id="<menu@example.org>", attachments=menu))
+    wait_mails(smtp, 2, timeout=30)
+
+
+def _media_on_matrix(request: pytest.FixtureRequest, photo: bytes) -> None:
+    world, room = _matrix_room(request, patch=_with_vision(request.getfixturevalue("chat_server")))
+    owner = world.owner
+    url = owner.upload(photo, "image/jpeg", "p.jpg")
+    info = {"mimetype": "image/jpeg", "size": len(photo), "w": 600, "h": 400}
+    owner.send(room, "what is this?", msgtype="m.image", filename="p.jpg", url=url, info=info)
+    _bot_texts_until(world, room, lambda texts: "Seen. END" in texts)
+    url = owner.upload(MENU, "application/pdf", "menu.pdf")
+    info = {"mimetype": "application/pdf", "size": len(MENU)}
+    owner.send(room, "the menu", msgtype="m.file", filename="menu.pdf", url=url, info=info)
+    _bot_texts_until(world, room, lambda texts: "Filed. END" in texts)
+
+
+def _media_on_webchat(request: pytest.FixtureRequest, photo: bytes) -> None:
+    chat = request.getfixturevalue("start_webchat")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    assert chat.client is not None
+    for name, mime, data, caption, done in [
+        ("p.jpg", "image/jpeg", photo, "what is this?", "Seen. END"),
+        ("menu.pdf", "application/pdf", MENU, "the menu", "Filed. END"),
+    ]:
+        sent = chat.client.post(
+            f"/chat/upload?id={name.replace('.', '') * 4}&name={name}&text={caption}",
+            content=data,
+            headers={"Content-Type": mime, "X-XSRFToken": chat.form_token},
+        )
+        assert sent.status_code == 202, sent.text
+        chat.replies_until(lambda texts, done=done: done in texts)
+
+
+def _media_on_whatsapp(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    graph.user_media(OWNER, "image", photo, "image/jpeg", caption="what is this?")
+    _whatsapp_texts_until(request, lambda texts: "Seen. END" in texts)
+    graph.user_media(OWNER, "document", MENU, "application/pdf", caption="the menu", filename="menu.pdf")
+    _whatsapp_texts_until(request, lambda texts: "Filed. END" in texts)
+
+
+def _media_on_slack(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.slack_harness import OWNER
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    assert slack.deliver(slack.user_file(OWNER, "p.jpg", "image/jpeg", photo, "what is this?")).status_code == 200
+    _slack_texts_until(request, lambda texts: "Seen. END" in texts)
+    assert slack.deliver(slack.user_file(OWNER, "menu.pdf", "application/pdf", MENU, "the menu")).status_code == 200
+    _slack_texts_until(request, lambda texts: "Filed. END" in texts)
+
+
+def _media_on_discord(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.discord_harness import OWNER
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    discord.dm(OWNER, "what is this?", files={"p.jpg": photo})
+    _discord_texts_until(request, lambda texts: "Seen. END" in texts)
+    discord.dm(OWNER, "the menu", files={"menu.pdf": MENU})
+    _discord_texts_until(request, lambda texts: "Filed. END" in texts)
+
+
+MEDIA = {
+    "discord": _media_on_discord,
+    "slack": _media_on_slack,
+    "whatsapp": _media_on_whatsapp,
+    "webchat": _media_on_webchat,
+    "telegram": _media_on_telegram,
+    "signal": _media_on_signal,
+    "email": _media_on_email,
+    "matrix": _media_on_matrix,
+}
+
+
+class _MediaInCase:
+    """A photo and a file in."""
+
+    def test_a_photo_reaches_the_vision_runner_and_a_file_is_saved_and_named_to_the_model(
+        self, channel: str, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        capabilities, _split = CHANNELS[channel]()
+        if not {"photo", "file"} <= capabilities.media_in:
+            pytest.skip(f"{channel} takes no photos or files in")
+        from tests.media_files import image_parts, jpeg_with_gps
+
+        chat_server.enqueue('{"reply": "Seen. END"}', '{"reply": "Filed. END"}')
+        MEDIA[channel](request, jpeg_with_gps(600, 400))
+        photo_turn, file_turn = chat_server.chat_requests
+        assert photo_turn["model"] == "vision-model" and len(image_parts(photo_turn)) == 1
+        assert "image_url" not in json.dumps(file_turn) and "menu.pdf" in json.dumps(file_turn["messages"][-1])
+        saved = [workspace.path(rel).read_bytes() for rel in workspace.list("inbox/**/*.pdf")]
+        assert saved == [MENU]  # the file kept as sent
+
+
+# -- a file out: the send_file skill's file arrives in the chat, once, as it is in the workspace ----------------
+
+EXPENSES = b"date,amount\n2026-11-02,12.50\n"
+SEND = json.dumps({"skill": "send_file", "args": {"path": "exports/expenses.csv", "caption": "November"}})
+
+
+def _file_out_on_telegram(request: pytest.FixtureRequest) -> list[bytes]:
+    from tests.telegram_harness import texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")()
+    fake.send_message("send me the expenses")
+    fake.wait_for(lambda: "Sent. END" in texts(fake), timeout=30)
+    return [c["params"]["document"]["content"] for c in fake.calls("sendDocument") if c["status"] == 200]
+
+
+def _file_out_on_signal(request: pytest.FixtureRequest) -> list[bytes]:
+    from tests.signal_harness import OWNER, wait_for
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")()
+    daemon.message(OWNER, "send me the expenses")
+    wait_for(lambda: any(s["message"] == "Sent. END" for s in daemon.sent_to(OWNER)), what="the reply", timeout=30)
+    return [f["content"] for s in daemon.sent_to(OWNER) for f in s.get("files") or []]
+
+
+def _file_out_on_the_terminal(request: pytest.FixtureRequest) -> list[bytes]:
+    """The terminal is on the workspace's machine: the file is shown by its path, which must be the file."""
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    workspace = request.getfixturevalue("workspace")
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    runtime = make_runtime(config, workspace, request.getfixturevalue("tmp_path"))
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        assert run_console(runtime, _Tty(["send me the expenses\n"]), out, err) == 0
+    finally:
+        runtime.shutdown(5)
+    assert "Sent. END" in out.getvalue()
+    shown = [line.removeprefix("📎 ").split(" (")[0] for line in err.getvalue().splitlines() if line.startswith("📎")]
+    return [(Path(path) if os.path.isabs(path) else workspace.path(path)).read_bytes() for path in shown]
+
+
+def _file_out_on_webchat(request: pytest.FixtureRequest) -> list[bytes]:
+    """The page downloads a sent file from its message (``/chat/file/<id>``)."""
+    chat = request.getfixturevalue("start_webchat")()
+    chat.send("send me the expenses")
+    chat.replies_until(lambda texts: "Sent. END" in texts)
+    assert chat.client is not None
+    files = [m for m in chat.history()["messages"] if m.get("file")]
+    return [chat.client.get(f"/chat/file/{m['id']}").content for m in files]
+
+
+def _file_out_on_whatsapp(request: pytest.FixtureRequest) -> list[bytes]:
+    """The file is uploaded to the media endpoint and sent as a document by its media id."""
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")()
+    graph.user_text(OWNER, "send me the expenses")
+    _whatsapp_texts_until(request, lambda texts: "Sent. END" in texts)
+    documents = [m["payload"]["document"] for m in graph.sent(OWNER) if m["type"] == "document"]
+    assert [d.get("filename") for d in documents] == ["expenses.csv"]
+    return [graph.media[d["id"]]["data"] for d in documents]
+
+
+def _file_out_on_slack(request: pytest.FixtureRequest) -> list[bytes]:
+    """The file is shared in the owner's DM by Slack's three upload steps."""
+    from tests.slack_harness import OWNER, owner_writes
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")()
+    owner_writes(slack, "send me the expenses")
+    _slack_texts_until(request, lambda texts: "Sent. END" in texts)
+    shared = slack.shared(slack.dms[OWNER])
+    assert [(f["name"], f["comment"]) for f in shared] == [("expenses.csv", "November")]
+    return [f["data"] for f in shared]
+
+
+def _file_out_on_discord(request: pytest.FixtureRequest) -> list[bytes]:
+    """The file is sent as an attachment in the owner's DM, the caption as its text."""
+    from tests.discord_harness import OWNER, owner_writes
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")()
+    owner_writes(discord, "send me the expenses")
+    _discord_texts_until(request, lambda texts: "Sent. END" in texts)
+    sent = [m for m in discord.posted(discord.dms[OWNER]) if m["attachments"]]
+    assert [(m["content"], [name for name, _ in discord.attached(m)]) for m in sent] == [("November", ["expenses.csv"])]
+    return [data for m in sent for _, data in discord.attached(m)]
+
+
+FILE_OUT = {
+    "discord": _file_out_on_discord,
+    "slack": _file_out_on_slack,
+    "whatsapp": _file_out_on_whatsapp,
+    "telegram": _file_out_on_telegram,
+    "signal": _file_out_on_signal,
+    "console": _file_out_on_the_terminal,
+    "webchat": _file_out_on_webchat,
+}
+
+
+class _FileOutCase:
+    """A file out."""
+
+    def test_a_file_out_arrives_once_as_it_is_in_the_workspace(
+        self, channel: str, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        capabilities, _split = CHANNELS[channel]()
+        if "file" not in capabilities.media_out:
+            pytest.skip(f"{channel} sends no files")
+        if channel not in FILE_OUT:
+            pytest.skip(f"{channel} has no file-out driver in this kit yet (add one to FILE_OUT)")
+        workspace.path("exports").mkdir()
+        workspace.path("exports/expenses.csv").write_bytes(EXPENSES)
+        chat_server.enqueue(SEND, '{"reply": "Sent. END"}')
+        assert FILE_OUT[channel](request) == [EXPENSES]
+        asked = [str(r["messages"][-1])[:300] for r in chat_server.chat_requests]  # what each request ended with
+        assert len(asked) == 2, asked  # the call, then the answer after it
+
+
+# -- a restart mid-turn: the message is answered once, by the next start ------------------------------------
+
+
+def _slow_turns(config: dict[str, typing.Any]) -> None:
+    """The turn outlives the stop: the model answers in 20 s (the case's reply), the stop waits 0.1 s for it."""
+    config.setdefault("runtime", {})["shutdown_timeout_seconds"] = 0.1
+    config["llm"]["runners"][0]["timeout_seconds"] = 30
+
+
+def _restart_on_telegram(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    """(what the chat saw before the restart, what it saw after the next start answered)."""
+    from tests.telegram_harness import texts
+
+    fake, chat_server = request.getfixturevalue("fake"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_bot")
+    bot = start(config_patch=_slow_turns)
+    fake.send_message("very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = texts(fake)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(config_patch=_slow_turns)
+    fake.wait_for(lambda: "answered now" in texts(fake), timeout=30)
+    return before, texts(fake)
+
+
+def _restart_on_signal(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.signal_harness import OWNER, wait_for
+
+    daemon, chat_server = request.getfixturevalue("daemon"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start")
+    bot = start(patch=_slow_turns)
+    daemon.message(OWNER, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = [s["message"] for s in daemon.sent_to(OWNER)]
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    wait_for(lambda: daemon.sent_to(OWNER), what="the answer after the restart", timeout=30)
+    return before, [s["message"] for s in daemon.sent_to(OWNER)]
+
+
+def _restart_on_the_terminal(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    """The terminal chat stopped by SIGTERM while the model works (its own process: a signal ends it), then
+    started again with nothing typed: it answers the message left first."""
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    chat_server, workspace = request.getfixturevalue("chat_server"), request.getfixturevalue("workspace")
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    _slow_turns(config)
+    config_file = request.getfixturevalue("tmp_path") / "config.json"
+    config_file.write_text(json.dumps(config))
+    args = ["--frontend", "console", "--config", str(config_file), "--workspace", str(workspace.root)]
+    env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with preload.popen([sys.executable, "-m", "messaging_llm_bot", *args], text=True, env=env, **pipes) as proc:
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write("very slow question\n")
+            proc.stdin.flush()
+            assert chat_server.wait_for_requests(1, timeout=20, path="/chat/completions")
+            proc.send_signal(signal.SIGTERM)
+            before, _ = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    runtime = make_runtime(config, workspace, request.getfixturevalue("tmp_path"))
+    after = io.StringIO()
+    try:
+        assert run_console(runtime, io.StringIO(""), after, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    return [before], after.getvalue().split("\n\n")
+
+
+def _restart_on_email(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.email_harness import body, mail
+    from tests.waiting import wait_until
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    chat_server, start = request.getfixturevalue("chat_server"), request.getfixturevalue("start_email")
+    bot = start(patch=_slow_turns)
+    imap.append("INBOX", mail("very slow question", message_id="<slow@example.org>"))
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = [body(m).strip() for m in smtp.messages]
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    wait_until(lambda: smtp.messages, 30, "the answer after the restart")
+    return before, [body(m).strip() for m in smtp.messages]
+
+
+def _restart_on_matrix(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    chat_server = request.getfixturevalue("chat_server")
+    world, room = _matrix_room(request, patch=_slow_turns)
+    world.owner.send(room, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    request.getfixturevalue("start_matrix").running[-1].stop(timeout=20)
+    before = world.owner.texts(room, world.bot.user_id)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    request.getfixturevalue("start_matrix")(patch=_slow_turns)
+    return before, _bot_texts_until(world, room, lambda texts: "answered now" in texts)
+
+
+def _restart_on_webchat(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    chat_server = request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_webchat")
+    chat = start(patch=_slow_turns)
+    chat.send("very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    before = chat.replies()
+    chat.stop(timeout=20)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    return before, start(patch=_slow_turns).replies_until(lambda texts: "answered now" in texts)
+
+
+def _restart_on_whatsapp(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.whatsapp_harness import OWNER
+
+    graph, chat_server = request.getfixturevalue("whatsapp_graph"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_whatsapp")
+    bot = start(patch=_slow_turns)
+    graph.user_text(OWNER, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = graph.texts(OWNER)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    return before, _whatsapp_texts_until(request, lambda texts: "answered now" in texts)
+
+
+def _restart_on_slack(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.slack_harness import owner_texts, owner_writes
+
+    slack, chat_server = request.getfixturevalue("slack_api"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_slack")
+    bot = start(patch=_slow_turns)
+    owner_writes(slack, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = owner_texts(slack)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    return before, _slack_texts_until(request, lambda texts: "answered now" in texts)
+
+
+def _restart_on_discord(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.discord_harness import owner_texts, owner_writes
+
+    discord, chat_server = request.getfixturevalue("discord_api"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_discord")
+    bot = start(patch=_slow_turns)
+    owner_writes(discord, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = owner_texts(discord)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    return before, _discord_texts_until(request, lambda texts: "answered now" in texts)
+
+
+RESTART = {
+    "discord": _restart_on_discord,
+    "slack": _restart_on_slack,
+    "whatsapp": _restart_on_whatsapp,
+    "webchat": _restart_on_webchat,
+    "telegram": _restart_on_telegram,
+    "signal": _restart_on_signal,
+    "email": _restart_on_email,
+    "console": _restart_on_the_terminal,
+    "matrix": _restart_on_matrix,
+}
+
+
+class _RestartCase:
+    """A restart mid-turn."""
+
+    @pytest.mark.subprocess  # the terminal chat is stopped by a signal in a process of its own
+    def test_a_restart_mid_turn_leaves_the_message_to_the_next_start_which_answers_it_once(
+        self, channel: str, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        from assistant_framework.inbox import Inbox
+        from tests.waiting import wait_until
+
+        chat_server.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 20})
+        before, after = RESTART[channel](request)
+        assert not [text for text in before if "too late" in text]
+        assert [text for text in after if "answered now" in text] == ["answered now"]
+        assert len(chat_server.chat_requests) == 1  # asked once more, by the next start
+        wait_until(lambda: not Inbox(workspace).pending(), what="the item completed after the reply")
+
+
+# -- busy modes: a message the same person sends while the model works on their last one ----------------------
+#
+# steer (the default): it is in the next model request of the same turn and one reply answers both; interrupt:
+# the request in flight is hung up and one turn answers both at once; queue: two turns in order
+# (conversation/busy.py). The fake model holds the first request until the test releases it (tests/held_model.py).
+
+FIRST, SECOND = "first: book the table for Anna", "no, the other Anna"
+
+
+@dataclasses.dataclass
+class _BusyChat:
+    """One chat of a channel under test: send a message, how many joined the running turn, the bot's messages."""
+
+    send: Callable[[str], None]
+    joined: Callable[[], int]
+    replies: Callable[[], list[str]]
+    waiting: Callable[[], bool]  # the second message waits its turn (stored, or read and held)
+
+
+def _busy_mode(mode: str) -> Callable[[dict[str, typing.Any]], None]:
+    def patch(config: dict[str, typing.Any]) -> None:
+        config.setdefault("runtime", {})["busy_mode"] = mode
+
+    return patch
+
+
+def _two_stored(request: pytest.FixtureRequest) -> Callable[[], bool]:
+    from assistant_framework.inbox import Inbox
+
+    workspace = request.getfixturevalue("workspace")
+    return lambda: len(Inbox(workspace).pending()) == 2
+
+
+def _busy_on_telegram(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.telegram_harness import OWNER, texts
+
+    fake = request.getfixturevalue("fake")
+    bot = request.getfixturevalue("start_bot")(config_patch=_busy_mode(mode))
+    busy = bot.service.frontend.turns.busy
+    return _BusyChat(
+        lambda text: fake.send_message(text),
+        lambda: busy.joined(f"tg:{OWNER}"),
+        lambda: texts(fake),
+        _two_stored(request),
+    )
+
+
+def _busy_on_signal(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.signal_harness import OWNER
+
+    daemon = request.getfixturevalue("daemon")
+    busy = request.getfixturevalue("start")(patch=_busy_mode(mode)).service.turns.busy
+    return _BusyChat(
+        lambda text: daemon.message(OWNER, text),
+        lambda: busy.joined(f"sig:{OWNER}"),
+        lambda: [s["message"] for s in daemon.sent_to(OWNER)],
+        _two_stored(request),
+    )
+
+
+def _busy_on_webchat(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from messaging_llm_bot.channels.webchat.format import CONVERSATION
+
+    chat = request.getfixturevalue("start_webchat")(patch=_busy_mode(mode))
+    return _BusyChat(chat.send, lambda: chat.service.busy.joined(CONVERSATION), chat.replies, _two_stored(request))
+
+
+def _busy_on_matrix(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from messaging_llm_bot.channels.matrix.settings import conversation_of
+
+    world, room = _matrix_room(request, patch=_busy_mode(mode))
+    busy = request.getfixturevalue("start_matrix").running[-1].service.turns.busy
+    return _BusyChat(
+        lambda text: world.owner.send(room, text),
+        lambda: busy.joined(conversation_of(room)),
+        lambda: list(world.owner.texts(room, world.bot.user_id)),
+        _two_stored(request),
+    )
+
+
+def _busy_on_email(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    """The second mail is the owner's reply to their first (the same thread), taken at the next look."""
+    from messaging_llm_bot.channels.email.mailitem import conversation_of
+    from messaging_llm_bot.channels.email.message import parse
+    from tests.email_harness import body, mail
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    bot = request.getfixturevalue("start_email")(patch=_busy_mode(mode))
+    first = "<busy-1@example.org>"
+    thread = conversation_of(parse(mail(FIRST, message_id=first)))
+    sent: list[str] = []
+
+    def send(text: str) -> None:
+        headers = {"In-Reply-To": first, "References": first} if sent else {}
+        sent.append(text)
+        imap.append("INBOX", mail(text, message_id=f"<busy-{len(sent)}@example.org>", headers=headers))
+
+    def joined() -> int:
+        turns = bot.service._turns
+        return turns.busy.joined(thread) if turns is not None else 0
+
+    return _BusyChat(send, joined, lambda: [body(m).strip() for m in smtp.messages], _two_stored(request))
+
+
+class _TypedTty:
+    """A terminal the test types into while the chat runs: its lines come through a pipe, so the chat sees
+    when one is ready (as a terminal's line discipline shows a line after Enter)."""
+
+    def __init__(self) -> None:
+        read, write = os.pipe()
+        self._in, self._out = os.fdopen(read, "r", encoding="utf-8"), os.fdopen(write, "w", encoding="utf-8")
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._in.fileno()
+
+    def readline(self) -> str:
+        return self._in.readline()
+
+    def type(self, text: str) -> None:
+        self._out.write(f"{text}\n")
+        self._out.flush()
+
+    def close(self) -> None:
+        """Ctrl-D: the chat ends."""
+        if not self._out.closed:
+            self._out.close()
+
+    def close_reader(self) -> None:
+        """The chat's side, once it ended."""
+        self._in.close()
+
+
+def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    """The interactive terminal chat in a thread of the test, typed into while it answers."""
+    import threading
+
+    from messaging_llm_bot.channels.console.chat import run_console
+    from messaging_llm_bot.channels.console.service import JOINED_TEXT
+    from tests.telegram_harness import make_runtime
+
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    # Not streamed: a terminal cannot take back what it printed, so the answer the model was writing when the
+    # line joined stays on the screen above the final one (docs/conversation.md); the case counts answers.
+    config["llm"] = {**config["llm"], "stream": False}
+    _busy_mode(mode)(config)
+    runtime = make_runtime(config, request.getfixturevalue("workspace"), request.getfixturevalue("tmp_path"))
+    tty, out, err = _TypedTty(), io.StringIO(), io.StringIO()
+    chat = threading.Thread(target=run_console, args=(runtime, tty, out, err), name="terminal-chat", daemon=True)
+    chat.start()
+
+    def end() -> None:
+        tty.close()
+        chat.join(30)
+        tty.close_reader()
+        runtime.shutdown(5)
+
+    request.addfinalizer(end)
+    return _BusyChat(
+        tty.type,
+        lambda: err.getvalue().count(JOINED_TEXT),
+        lambda: [line.removeprefix("you> ").strip() for line in out.getvalue().splitlines()],
+        _two_stored(request),
+    )
+
+
+def _busy_on_whatsapp(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    busy = request.getfixturevalue("start_whatsapp")(patch=_busy_mode(mode)).service.turns.busy
+    return _BusyChat(
+        lambda text: graph.user_text(OWNER, text),
+        lambda: busy.joined(f"wa:{OWNER}"),
+        lambda: graph.texts(OWNER),
+        _two_stored(request),
+    )
+
+
+def _busy_on_slack(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.slack_harness import OWNER, owner_texts, owner_writes
+
+    slack = request.getfixturevalue("slack_api")
+    busy = request.getfixturevalue("start_slack")(patch=_busy_mode(mode)).service.turns.busy
+    dm = slack.add_user(OWNER)
+    return _BusyChat(
+        lambda text: owner_writes(slack, text),
+        lambda: busy.joined(f"sl:{dm}"),
+        lambda: owner_texts(slack),
+        _two_stored(request),
+    )
+
+
+def _busy_on_discord(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.discord_harness import OWNER, owner_texts, owner_writes
+
+    discord = request.getfixturevalue("discord_api")
+    busy = request.getfixturevalue("start_discord")(patch=_busy_mode(mode)).service.turns.busy
+    dm = discord.add_user(OWNER)
+    return _BusyChat(
+        lambda text: owner_writes(discord, text),
+        lambda: busy.joined(f"dc:{dm}"),
+        lambda: owner_texts(discord),
+        _two_stored(request),
+    )
+
+
+BUSY: dict[str, Callable[[pytest.FixtureRequest, str], _BusyChat]] = {
+    "discord": _busy_on_discord,
+    "slack": _busy_on_slack,
+    "whatsapp": _busy_on_whatsapp,
+    "console": _busy_on_the_terminal,
+    "email": _busy_on_email,
+    "matrix": _busy_on_matrix,
+    "webchat": _busy_on_webchat,
+    "telegram": _busy_on_telegram,
+    "signal": _busy_on_signal,
+}
+
+
+class _BusyCase:
+    """A message sent while the model works."""
+
+    @pytest.mark.parametrize("mode", ["steer", "interrupt", "queue"])
+    def test_a_message_sent_while_the_model_works_follows_the_busy_mode(
+        self, channel: str, mode: str, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        from assistant_framework.inbox import Inbox
+        from tests.held_model import HeldModel, user_texts
+        from tests.waiting import wait_until
+
+        if channel not in BUSY:
+            pytest.skip(f"{channel} has no busy-mode driver in this kit yet (add one to BUSY)")
+        model = HeldModel(chat_server)
+        try:
+            chat = BUSY[channel](request, mode)
+            chat.send(FIRST)
+            assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+            chat.send(SECOND)
+            if mode == "queue":
+                wait_until(chat.waiting, 15, "the second message to wait its turn")
+                assert chat.joined() == 0
+                model.release.set()
+            elif mode == "steer":  # held until released: the turn runs, so the join is seen
+                wait_until(lambda: chat.joined() == 1, 15, "the second message to join the running turn")
+                model.release.set()
+            # interrupt hangs up the held request and the turn goes on at once: its reply is the proof
+            expected = (
+                ["answer to the first only", f"answer to: {SECOND}"]
+                if mode == "queue"
+                else [f"answer to: {FIRST} + {SECOND}"]
+            )
+            wait_until(
+                lambda: [r for r in chat.replies() if "answer to" in r] == expected, 30, f"the replies {expected}"
+            )
+        finally:
+            model.release.set()
+        requests = chat_server.chat_requests
+        assert len(requests) == 2  # steer and interrupt: no second turn; queue: one turn each
+        if mode == "queue":
+            assert SECOND not in str(requests[0]["messages"]) and SECOND in user_texts(requests[1])[-1]
+        else:
+            turn = user_texts(requests[1])
+            assert FIRST in turn[0] and turn[-1].strip() == SECOND  # the same turn, the new message last
+        wait_until(lambda: not Inbox(workspace).pending(), 15, "both messages completed")
+        assert [r for r in chat.replies() if "answer to" in r] == expected  # and nothing more came
+
+
+# -- what a channel sends unasked: a reminder to the chat it was set in, a collector's notice to the owner --------
+
+GUEST_TG, GUEST_SIG = 2, "+15551110002"  # an allowed user who is not the owner (signal_harness.FRIEND)
+
+
+def _just_due() -> typing.Any:
+    from datetime import datetime, timedelta, timezone
+
+    return datetime.now(timezone.utc) - timedelta(seconds=5)  # due, not late (a late one says so)
+
+
+def _notices_on_telegram(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.telegram_harness import OWNER, texts
+
+    fake, workspace = request.getfixturevalue("fake"), request.getfixturevalue("workspace")
+    ReminderStore(workspace).add(GUEST_TG, "water the plants", _just_due(), "Europe/Berlin")
+    bot = request.getfixturevalue("start_bot")(allowed_user_ids=[OWNER, GUEST_TG])
+    fake.wait_for(lambda: texts(fake, GUEST_TG), timeout=20)
+    bot.service.notices.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    fake.wait_for(lambda: texts(fake, OWNER))
+    fake.wait_for(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {"owner": texts(fake, OWNER), "guest": texts(fake, GUEST_TG)}
+
+
+def _notices_on_signal(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.signal_harness import OWNER
+    from tests.waiting import wait_until
+
+    daemon, workspace = request.getfixturevalue("daemon"), request.getfixturevalue("workspace")
+    ReminderStore(workspace).add(f"sig:{GUEST_SIG}", "water the plants", _just_due(), "Europe/Berlin")
+    bot = request.getfixturevalue("start")()
+    daemon.wait_sent(1, timeout=20)
+    bot.service.notices.notify_from_thread("rss", "3 new items")
+    daemon.wait_sent(2)
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {who: [s["message"] for s in daemon.sent_to(chat)] for who, chat in (("owner", OWNER), ("guest", GUEST_SIG))}
+
+
+def _notices_on_whatsapp(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    """Neither has written (the window is closed): both go out as the template, the text its parameter."""
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.waiting import wait_until
+    from tests.whatsapp_harness import OWNER, TEMPLATE
+
+    graph, workspace = request.getfixturevalue("whatsapp_graph"), request.getfixturevalue("workspace")
+    guest = GUEST_SIG.lstrip("+")
+    ReminderStore(workspace).add(f"wa:{guest}", "water the plants", _just_due(), "Europe/Berlin")
+
+    def patch(config: dict[str, typing.Any]) -> None:
+        config["whatsapp"].update(allowed=[f"+{OWNER}", GUEST_SIG], template={"name": TEMPLATE})
+
+    bot = request.getfixturevalue("start_whatsapp")(patch=patch)
+    wait_until(lambda: graph.sent(guest), 20, "the reminder")
+    bot.service.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    wait_until(lambda: graph.sent(OWNER), 20, "the notice")
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+
+    def shown(number: str) -> list[str]:
+        return [m["payload"]["template"]["components"][0]["parameters"][0]["text"] for m in graph.sent(number)]
+
+    return {"owner": shown(OWNER), "guest": shown(guest)}
+
+
+def _notices_on_slack(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    """The reminder to the guest's DM it was set in, the notice to the owner's DM (opened at start)."""
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.slack_harness import OWNER
+    from tests.waiting import wait_until
+
+    slack, workspace = request.getfixturevalue("slack_api"), request.getfixturevalue("workspace")
+    guest = "U0GUEST001"
+    guest_dm = slack.add_user(guest)
+    ReminderStore(workspace).add(f"sl:{guest_dm}", "water the plants", _just_due(), "Europe/Berlin")
+    bot = request.getfixturevalue("start_slack")(patch=lambda config: config["slack"].update(allowed=[OWNER, guest]))
+    wait_until(lambda: slack.posted(guest_dm), 20, "the reminder")
+    bot.service.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    wait_until(lambda: slack.posted(slack.dms[OWNER]), 20, "the notice")
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {
+        "owner": [m["text"] for m in slack.posted(slack.dms[OWNER])],
+        "guest": [m["text"] for m in slack.posted(guest_dm)],
+    }
+
+
+def _notices_on_matrix(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    """The reminder to the friend's direct room it was set in, the notice to the owner's direct room (known from
+    the owner's earlier message: in the state file before this start)."""
+    from assistant_framework.stores.reminders import ReminderStore
+    from messaging_llm_bot.channels.matrix.state import StateFile
+    from tests.waiting import wait_until
+
+    world, workspace = _matrix_world(request), request.getfixturevalue("workspace")
+    owner_room = world.direct_room()
+    guest_room = world.friend.create_room([world.bot.user_id], direct=True)
+    StateFile(workspace).update(owner_room=owner_room)
+    bot = request.getfixturevalue("start_matrix")()
+    bot_id = world.bot.user_id
+    wait_until(lambda: world.joined(owner_room), 20, "the bot to join the owner's direct room")
+    wait_until(lambda: world.friend.members(guest_room).get(bot_id) == "join", 20, "the bot to join the friend's room")
+    ReminderStore(workspace).add(f"mx:{guest_room}", "water the plants", _just_due(), "Europe/Berlin")
+    wait_until(lambda: world.friend.texts(guest_room, bot_id), 20, "the reminder")
+    bot.service.notices.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    wait_until(lambda: world.owner.texts(owner_room, bot_id), 20, "the notice")
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {"owner": world.owner.texts(owner_room, bot_id), "guest": world.friend.texts(guest_room, bot_id)}
+
+
+def _notices_on_discord(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    """The reminder to the guest's DM it was set in, the notice to the owner's DM (opened at start)."""
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.discord_harness import OWNER
+    from tests.waiting import wait_until
+
+    discord, workspace = request.getfixturevalue("discord_api"), request.getfixturevalue("workspace")
+    guest = "80351110224678999"
+    guest_dm = discord.add_user(guest)
+    ReminderStore(workspace).add(f"dc:{guest_dm}", "water the plants", _just_due(), "Europe/Berlin")
+
+    def allow_both(config: dict) -> None:
+        config["discord"].update(allowed=[OWNER, guest])
+
+    bot = request.getfixturevalue("start_discord")(patch=allow_both)
+    wait_until(lambda: discord.posted(guest_dm), 20, "the reminder")
+    bot.service.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    wait_until(lambda: discord.posted(discord.dms[OWNER]), 20, "the notice")
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {
+        "owner": [m["content"] for m in discord.posted(discord.dms[OWNER])],
+        "guest": [m["content"] for m in discord.posted(guest_dm)],
+    }
+
+
+NOTICES = {
+    "discord": _notices_on_discord,
+    "telegram": _notices_on_telegram,
+    "matrix": _notices_on_matrix,
+    "signal": _notices_on_signal,
+    "whatsapp": _notices_on_whatsapp,
+    "slack": _notices_on_slack,
+}
+#: Why a channel has no driver here (its own tests cover its reminders and notices).
+NO_NOTICES = {
+    "console": "the terminal's one user is the owner: a reminder is printed between the lines "
+    "(tests/test_console_tty.py::test_console_reminders_deliver_only_this_chats_due_reminders)",
+    "email": "no driver in NOTICES yet "
+    "(tests/test_email_channel.py::test_a_reminder_set_in_a_mail_thread_is_mailed_to_its_sender)",
+    "webchat": "the page's one user is the owner (tests/test_webchat_jobs.py: its reminders and notices)",
+}
+
+
+class _NoticesCase:
+    """What a channel sends unasked."""
+
+    def test_a_reminder_reaches_its_own_chat_and_a_notice_only_the_owner(
+        self, channel: str, request: pytest.FixtureRequest, chat_server
+    ) -> None:
+        if channel not in NOTICES:
+            pytest.skip(NO_NOTICES[channel])
+        sent = NOTICES[channel](request)
+        assert sent == {"owner": ["📬 rss: 3 new items"], "guest": ["⏰ water the plants"]}
+        assert not chat_server.chat_requests  # neither is a turn
+
+
+# -- the kit ----------------------------------------------------------------------------------------------------
+
+
+class ChannelKit(
+    _AskCase,
+    _ReplyCase,
+    _LongReplyCase,
+    _StrangerCase,
+    _StrangerIdCase,
+    _StreamCase,
+    _MediaInCase,
+    _FileOutCase,
+    _RestartCase,
+    _BusyCase,
+    _NoticesCase,
+):
+    """Every case of the kit, each on every channel of ``channels``. A test module runs the kit on its group of
+    channels by a subclass named ``Test<Group>`` that sets ``channels``."""
+
+    channels: tuple[str, ...] = ()
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """pytest's hook for the class's tests: each case once per channel of the group."""
+        metafunc.parametrize("channel", self.channels)
