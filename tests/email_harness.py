@@ -73,6 +73,7 @@ class RunningEmail:
 
     def __init__(self, runtime: Any, workspace: Any) -> None:
         self.service = EmailService(runtime, stop_signals=None, reminder_poll_seconds=0.3)
+        self.service.poll_seconds = 0.1  # not the config's least (0.5 s): a test's mail waited half a look for nothing
         self.workspace = workspace
         self.exit_code: int | None = None
         self._thread = threading.Thread(target=self._run, name="email-bot-under-test", daemon=True)

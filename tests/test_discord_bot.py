@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import pytest
 from tests.crash_bot import BotProcess
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.discord_api import FakeDiscordAPI
-from tests.waiting import wait_until
+from tests.waiting import held_until, wait_until
 
 OWNER = "80351110224678912"
 STRANGER = "80351110224678913"
@@ -58,6 +58,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
                 "bot_token_env": "DISCORD_TEST_TOKEN",
                 "allowed": [OWNER],
                 "base_url": discord.base_url,
+                "edit_interval_seconds": 0.1,  # the platform's 1 s is waited out by nothing here
             },
         }
         path = folder / "config.json"
@@ -92,7 +93,12 @@ def test_a_dm_from_the_owner_gets_one_answer_grown_by_edits(running: Running) ->
     answer = "Paris is the capital of France, and its largest city by far."
     words = answer.split(" ")
     chunks = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
-    model.enqueue({"content": '{"reply": "' + answer + '"}', "stream_chunks": chunks, "chunk_delay": 0.15})
+
+    def shown(count: int) -> Callable[[], bool]:  # the answer's message sent, then edited: its texts so far
+        return lambda: bool(discord.posted(dm)) and len(discord.posted(dm)[0]["history"]) >= count
+
+    gate = held_until({5: shown(1), 10: shown(2)})  # before "of": the first words sent; before "city": an edit
+    model.enqueue({"content": '{"reply": "' + answer + '"}', "stream_chunks": chunks, "chunk_gate": gate})
     discord.dm(OWNER, "What is the capital of France?")
     wait_until(lambda: discord.posted(dm) and not _pending(running.workspace), timeout=30, what="the answer")
     [message] = discord.posted(dm)

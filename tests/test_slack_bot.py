@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,7 @@ import pytest
 from tests.crash_bot import BotProcess
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.slack_api import FakeSlackAPI
-from tests.waiting import wait_until
+from tests.waiting import held_until, wait_until
 
 OWNER = "U0OWNER001"
 STRANGER = "U0STRANGE1"
@@ -60,6 +60,7 @@ def _write_config(folder: Path, slack: FakeSlackAPI, model: FakeChatServer) -> P
             "allowed": [OWNER],
             "webhook": {"port": 0},
             "base_url": slack.base_url,
+            "edit_interval_seconds": 0.1,  # the platform's 1 s is waited out by nothing here
         },
     }
     path = folder / "config.json"
@@ -147,7 +148,12 @@ def test_a_dm_gets_one_streamed_answer(running: Running) -> None:
     answer = "Paris is the capital of France, and its largest city by far."
     words = answer.split(" ")
     chunks = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
-    model.enqueue({"content": '{"reply": "' + answer + '"}', "stream_chunks": chunks, "chunk_delay": 0.15})
+
+    def shown(count: int) -> Callable[[], bool]:  # the answer's message posted, then updated: its texts so far
+        return lambda: bool(slack.posted(dm)) and len(slack.posted(dm)[0]["history"]) >= count
+
+    gate = held_until({5: shown(1), 10: shown(2)})  # before "of": the first words posted; before "city": an update
+    model.enqueue({"content": '{"reply": "' + answer + '"}', "stream_chunks": chunks, "chunk_gate": gate})
     payload = slack.dm(OWNER, "What is the capital of France?")
     assert slack.deliver(payload).status_code == 200
     wait_until(lambda: not _pending(running.workspace), timeout=30, what="the answer")

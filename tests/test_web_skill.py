@@ -41,10 +41,16 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+def _serve_in_a_thread(server: ThreadingHTTPServer) -> None:
+    """``server.shutdown()`` returns at the loop's next look: every 0.05 s, not the default 0.5 s (which each
+    test that stops a server waited out)."""
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+
 @pytest.fixture
 def site():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _serve_in_a_thread(server)
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
@@ -106,7 +112,7 @@ class _Recording(_Handler):
 
 def _serve(host: str, port: int = 0) -> ThreadingHTTPServer:
     server = ThreadingHTTPServer((host, port), _Recording)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _serve_in_a_thread(server)
     return server
 
 

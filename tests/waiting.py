@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Mapping
 from typing import Any, Callable
 
 #: Between two looks: at least this long, and ``POLL_SHARE`` times what the last look took, at most ``POLL_MAX``.
@@ -30,6 +32,19 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = 
         if now > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(min(POLL_MAX, max(POLL_MIN, POLL_SHARE * (now - began))))
+
+
+def held_until(holds: Mapping[int, Callable[[], Any]], timeout: float = 20.0) -> Callable[[int], None]:
+    """A FakeChatServer stream's ``chunk_gate``: before the piece of each index in ``holds``, wait until its
+    condition is true (a platform shows the answer so far), at most ``timeout`` seconds; then the stream goes on
+    and the test's own assertion says what was not shown. A stream paced by what is shown, not by sleeps."""
+
+    def gate(index: int) -> None:
+        if index in holds:
+            with contextlib.suppress(AssertionError):
+                wait_until(holds[index], timeout, f"the stream's hold before piece {index}")
+
+    return gate
 
 
 def for_load(seconds: float) -> float:
