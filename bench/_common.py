@@ -274,6 +274,20 @@ _held_signals: list[int] = []
 _holding = [False]
 
 
+#: A JSON list that stands for ``[sys.executable, "-m"]`` in ``module_command``: the smoke test
+#: (tests/test_bench_smoke.py) gives its worker's preloader (tests/preload.py's launcher), so that the
+#: processes a ``--quick`` run starts (e2e's bots, the MCP servers) are forked rather than started: a smoke
+#: run's figures are not read. Unset: real starts. ``bench/startup.py``, which measures the start, never uses it.
+LAUNCHER_ENV = "BENCH_PYTHON_LAUNCHER"
+
+
+def module_command(module: str, *args: str) -> list[str]:
+    """``[sys.executable, "-m", module, *args]``, or with what ``LAUNCHER_ENV`` gives for the first two."""
+    given = os.environ.get(LAUNCHER_ENV)
+    launcher = [str(word) for word in json.loads(given)] if given else [sys.executable, "-m"]
+    return [*launcher, module, *args]
+
+
 def end_children_when_killed() -> None:
     """SIGTERM and SIGHUP end a bench as Ctrl-C does, by raising KeyboardInterrupt: its ``finally`` blocks
     run and stop the processes it started (killed with the default handlers, a bench left its bot running)."""

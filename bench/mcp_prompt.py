@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import end_children_when_killed, machine_line, table  # noqa: E402
+from _common import end_children_when_killed, machine_line, module_command, table  # noqa: E402
 
 from assistant_framework.mcp import McpSkills, mcp_settings  # noqa: E402
 from assistant_framework.mcp.source import tool_skill  # noqa: E402
@@ -54,10 +54,11 @@ def real_tools(root: Path) -> list[tuple[str, object, object]]:
     """(server settings, tool, connection) of every tool mcp-server-git and mcp-server-time list."""
     repo = root / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    servers = {
-        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},
-        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+    commands = {
+        "git": module_command("mcp_server_git", "--repository", str(repo)),
+        "time": module_command("mcp_server_time", "--local-timezone", "UTC"),
     }
+    servers = {name: {"command": command[0], "args": command[1:]} for name, command in commands.items()}
     source = McpSkills(mcp_settings({"mcp": {"servers": servers}}))
     try:
         source.load()

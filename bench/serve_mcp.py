@@ -24,7 +24,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import bench_config, machine_line, ms, percentile, query_words, table, write_config_dir, write_files  # noqa: E402
+from _common import (  # noqa: E402
+    bench_config,
+    machine_line,
+    module_command,
+    ms,
+    percentile,
+    query_words,
+    table,
+    write_config_dir,
+    write_files,
+)
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
@@ -35,11 +45,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 async def calls(config: Path, workspace: Path, queries: list[str]) -> tuple[list[float], int]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "messaging_llm_bot.cli", "mcp", "serve", "--config", str(config), "--workspace", str(workspace)],
-        cwd=str(REPO),
+    executable, *args = module_command(
+        "messaging_llm_bot.cli", "mcp", "serve", "--config", str(config), "--workspace", str(workspace)
     )
+    params = StdioServerParameters(command=executable, args=args, cwd=str(REPO))
     times: list[float] = []
     with_hits = 0
     async with Client(stdio_client(params), cache=None) as client:

@@ -7,6 +7,7 @@ answered).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -16,11 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from tests import preload
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
 
-from _common import percentile, table  # noqa: E402
+from _common import LAUNCHER_ENV, percentile, table  # noqa: E402
 from prefix_stability import common_prefix  # noqa: E402
 
 # A script at its smallest size takes seconds idle; on a machine busy with other runs e2e took over 120 s.
@@ -29,11 +32,16 @@ pytestmark = pytest.mark.timeout(300)
 
 def bench(name: str) -> subprocess.CompletedProcess:
     """``bench/<name>.py --quick``, its smallest size, finished (each test runs its own script: a test
-    stays within the per-test bound, and a failure names its script)."""
-    return subprocess.run(
-        [sys.executable, str(BENCH / f"{name}.py"), "--quick"],
+    stays within the per-test bound, and a failure names its script). The script is a process of its own,
+    forked by the worker's zygote (``python -m bench.<name>``: tests/preload.py) without an interpreter's
+    start and the project's imports, and so are the Python processes it starts through
+    ``_common.module_command`` (e2e's bots, the MCP servers: ``LAUNCHER_ENV``); the start-up bench's bots,
+    whose start it measures, are real starts."""
+    launcher = preload.command_line([sys.executable, "-m", "module"])[:-1]
+    return preload.run(
+        [sys.executable, "-m", f"bench.{name}", "--quick"],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), LAUNCHER_ENV: json.dumps(launcher)},
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -174,15 +182,7 @@ def test_common_prefix(a, b, expected):
 
 def test_mcp_prompt_measures_10_and_50_tools():
     """bench/mcp_prompt.py starts the real mcp-server-git and mcp-server-time and prints its rows."""
-    run = subprocess.run(
-        [sys.executable, str(BENCH / "mcp_prompt.py"), "--quick"],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    out = check_ok(run)
+    out = check_ok(bench("mcp_prompt"))
     assert "tools listed by the real servers: 14" in out
     _, rows = table_rows(out, "skills offered")
     by_label = {row[0]: row for row in rows}
@@ -217,8 +217,8 @@ def test_a_killed_startup_bench_stops_the_bot_it_started() -> None:
     running before)."""
     from tests.waiting import wait_until
 
-    proc = subprocess.Popen(
-        [sys.executable, str(BENCH / "startup.py"), "--quick"],
+    proc = preload.popen(
+        [sys.executable, "-m", "bench.startup", "--quick"],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdin=subprocess.DEVNULL,
