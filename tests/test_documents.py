@@ -67,7 +67,9 @@ def test_a_60_mb_file_is_refused_in_one_sentence(fake, start_bot, chat_server, w
     start_bot()
     fake.send_document(OWNER, "huge.pdf", b"%PDF-1.4" + b"0" * 60_000_000, mime_type="application/pdf")
     (reply,) = fake.wait_for_messages(OWNER, 1, timeout=20)
-    assert reply["text"].startswith("That file is 60.0 MB;") and "\n" not in reply["text"], reply["text"]
+    assert reply["text"].startswith("huge.pdf is 60.0 MB; I take at most 20 MB.") and "\n" not in reply["text"], reply[
+        "text"
+    ]
     assert chat_server.chat_requests == [] and workspace.list("inbox/**/*") == []
 
 

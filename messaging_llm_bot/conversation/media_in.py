@@ -4,8 +4,8 @@
 set (its words are the turn's text), any other file (and a voice message without transcription) saved in the
 chat's area and read for the model (conversation/images.py: pictures for a runner that sees them, a document's
 text), with the notice that the model cannot see images once per chat; a sentence instead when it cannot go (too
-large, gone, unreadable). ``files_saver`` (Signal, Slack, Discord): every attachment of a message saved and read
-for the model together. The bounds are the same everywhere: a size the platform gives above the channel's limit
+large, gone, unreadable). ``files_saver`` (Telegram, Signal, Slack, Discord): every attachment of a message saved
+and read for the model together. The bounds are the same everywhere: a size the platform gives above the channel's limit
 is refused before any byte is fetched (``too_large``), a download is read no further than the limit
 (``read_within``), and either is said to the sender in one sentence.
 """
@@ -81,15 +81,17 @@ def files_saver(
     limit: int,
     source: str,
     errors: tuple[type[Exception], ...] = (),
+    origin: str = "",
 ) -> SaveFiles:
     """The turn's ``Received.save`` for a message's attachments: each fetched within ``limit`` bytes and saved in the
     chat's area, then read for the model together (conversation/images.py). One that cannot be fetched (too large,
     one of ``errors`` raised: "I could not fetch it from ``source``") is named to the model with the reason, or
-    answers with it when it is the only one."""
+    answers with it when it is the only one. ``origin``: where the files come from when they are someone else's
+    (``"forwarded from Mallory"``), said to the model with them."""
 
     async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
         results = [await _save_one(one, area, today, limit, source, errors) for one in files]
-        return await files_input(area, results, settings, index=index)
+        return await files_input(area, results, settings, origin, index=index)
 
     return save
 

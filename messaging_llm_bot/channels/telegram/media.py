@@ -1,4 +1,5 @@
-"""Non-text Telegram messages: documents and photos saved to ``inbox/<date>/``, voice notes transcribed.
+"""Non-text Telegram messages: what kind each is, and its document, photo or voice note as conversation/media_in.py
+fetches it (saved to ``inbox/<date>/`` and read for the model, or transcribed), from the Bot API.
 
 The model never sees file bytes; it is told where the file was saved and the caption, as an
 attachment (untrusted content). Kinds the bot cannot handle get a short reply saying so
@@ -7,16 +8,14 @@ attachment (untrusted content). Kinds the bot cannot handle get a short reply sa
 
 from __future__ import annotations
 
-import asyncio
-from datetime import date
+import functools
+from collections.abc import Sequence
 
 import telegram
 from telegram.constants import FileSizeLimit
 
-from assistant_framework.config.settings import TranscriptionSettings
-from assistant_framework.workspace import Workspace
-from messaging_llm_bot.conversation.attachments import SavedFile, sanitize_name, save_bytes
-from messaging_llm_bot.llm.transcribe import Transcription, transcribe
+from messaging_llm_bot.conversation.attachments import sanitize_name
+from messaging_llm_bot.conversation.media_in import FileIn
 
 MAX_DOWNLOAD_BYTES = int(FileSizeLimit.FILESIZE_DOWNLOAD)  # 20 MB: the Bot API refuses bigger downloads
 _OTHER_KINDS = [
@@ -51,43 +50,38 @@ def message_kind(message: telegram.Message) -> str:
     return "other"
 
 
-async def save_attachment(bot: telegram.Bot, ws: Workspace, message: telegram.Message, today: date) -> SavedFile | str:
-    """Download a document or the largest photo size into ``inbox/<today>/``; an error text on failure."""
+def files_of(bot: telegram.Bot, album: Sequence[telegram.Message]) -> list[FileIn]:
+    """The document, the largest photo or the voice note of each message (an album's, in order), with its own
+    caption, fetched from the Bot API when the turn reads them (conversation/media_in.py)."""
+    return [file_of(bot, message) for message in album]
+
+
+def file_of(bot: telegram.Bot, message: telegram.Message) -> FileIn:
     kind = message_kind(message)
-    media: telegram.Document | telegram.PhotoSize | None
+    media: telegram.Document | telegram.PhotoSize | telegram.Voice | None
     if kind == "document":
         media = message.document
-        name = sanitize_name(media.file_name or "", fallback=f"document-{message.message_id}")
-        mime = media.mime_type
+        name, mime = sanitize_name(media.file_name or "", fallback=f"document-{message.message_id}"), media.mime_type
     elif kind == "photo":
         media = message.photo[-1]  # sizes come smallest first
-        name = f"photo-{message.message_id}.jpg"
-        mime = "image/jpeg"
+        name, mime = f"photo-{message.message_id}.jpg", "image/jpeg"
+    elif kind == "voice":
+        media = message.voice
+        name, mime = "voice.ogg", media.mime_type or "audio/ogg"
     else:
-        return f"A {kind} cannot be saved as an attachment."
-    if media.file_size and media.file_size > MAX_DOWNLOAD_BYTES:
-        return (
-            f"That file is {media.file_size / 1e6:.1f} MB; Telegram lets bots download at most "
-            f"{MAX_DOWNLOAD_BYTES // 1_000_000} MB."
-        )
-    try:
-        tg_file = await bot.get_file(media.file_id)
-        data = bytes(await tg_file.download_as_bytearray())
-    except telegram.error.TelegramError as err:
-        return f"Downloading the {kind} from Telegram failed: {err}"
-    caption = message.caption or ""
-    return await asyncio.to_thread(save_bytes, ws, data, name, today, kind=kind, mime_type=mime, caption=caption)
+        return FileIn(kind, kind, None, None, functools.partial(_not_saved, kind))
+    fetch = functools.partial(download, bot, media.file_id, name)
+    return FileIn(name, kind, mime, media.file_size or None, fetch, message.caption or "")
 
 
-async def transcribe_voice(
-    bot: telegram.Bot, message: telegram.Message, settings: TranscriptionSettings
-) -> Transcription:
-    """Download a voice note and send it to the configured transcription endpoint."""
-    voice = message.voice
-    if voice.file_size and voice.file_size > MAX_DOWNLOAD_BYTES:
-        return Transcription(error=f"the voice note is larger than {MAX_DOWNLOAD_BYTES // 1_000_000} MB")
+async def download(bot: telegram.Bot, file_id: str, name: str, _limit: int) -> bytes | str:
+    """A file's bytes from the Bot API (it refuses a file over ``MAX_DOWNLOAD_BYTES``: its size is checked before),
+    or the sentence for the sender."""
     try:
-        data = bytes(await (await bot.get_file(voice.file_id)).download_as_bytearray())
+        return bytes(await (await bot.get_file(file_id)).download_as_bytearray())
     except telegram.error.TelegramError as err:
-        return Transcription(error=f"downloading the voice note from Telegram failed: {err}")
-    return await asyncio.to_thread(transcribe, settings, data, "voice.ogg", voice.mime_type or "audio/ogg")
+        return f"I could not fetch {name} from Telegram: {err}."
+
+
+async def _not_saved(kind: str, _limit: int) -> str:
+    return f"A {kind} cannot be saved as an attachment."

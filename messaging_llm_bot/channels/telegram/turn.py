@@ -13,7 +13,6 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable, Sequence
-from datetime import date
 from typing import TYPE_CHECKING
 
 import telegram
@@ -23,11 +22,10 @@ from telegram.error import BadRequest, NetworkError, TelegramError
 from assistant_framework.access import sees_owner_data
 from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
-from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.format import CAPABILITIES
-from messaging_llm_bot.channels.telegram.media import message_kind, save_attachment, transcribe_voice
+from messaging_llm_bot.channels.telegram.media import MAX_DOWNLOAD_BYTES, files_of, message_kind
 from messaging_llm_bot.channels.telegram.progress import TelegramLive
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
@@ -40,15 +38,14 @@ from messaging_llm_bot.channels.telegram.send import (
 from messaging_llm_bot.channels.telegram.settings import chat_of, message_of, strip_mention, topic_in, topic_of
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.delivery import DeliveryError
-from messaging_llm_bot.conversation.images import FilesInput, files_input
 from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.media_in import files_saver, transcribe_file
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received
 from messaging_llm_bot.conversation.voice import VoiceNote
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    from assistant_framework.memory.service import MemoryService
     from messaging_llm_bot.agent.guard import ApproveCallback
 
 log = logging.getLogger(__name__)
@@ -158,11 +155,9 @@ class TelegramTurns(ChatTurns):
         bot, kind = self.bot, message_kind(message)
         # Someone else's words passed on by the user (a forward, an inline bot's text): data, never instructions.
         origin = outside_origin(message)
-        album = [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)]
-
-        async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
-            saved = [await save_attachment(bot, area, one, today) for one in album]
-            return await files_input(area, saved, self.runtime.settings, origin or "", index)
+        files = files_of(bot, [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)])
+        settings = self.runtime.settings
+        save = files_saver(files, settings, limit=MAX_DOWNLOAD_BYTES, source="Telegram", origin=origin or "")
 
         async def echo(text: str) -> None:  # a transcript longer than one message goes in parts
             try:
@@ -175,7 +170,7 @@ class TelegramTurns(ChatTurns):
             kind,
             strip_mention(message.text or "", bot.username or "") if kind == "text" else "",
             save,
-            lambda config: transcribe_voice(bot, message, config),
+            lambda config: transcribe_file(files[0], config, MAX_DOWNLOAD_BYTES),
             echo,
             f"{label} {origin}" if label and origin else None,  # the agent quotes it under this label
             f"Sorry, I can't handle a {kind} message.",
