@@ -24,12 +24,10 @@ def typing(channel: MatrixChannel, room_id: str, enabled: bool) -> Typing:
     """ "typing…" in a room while the model works (conversation/typing_indicator.py; best effort, never raises)."""
 
     async def send(on: bool) -> None:
-        try:
-            await channel.client.typing(room_id, on)
-        except (MatrixUnavailable, DeliveryError) as err:
-            log.debug("matrix: typing in %s failed: %s", room_id, err)
+        await channel.client.typing(room_id, on)
 
-    return Typing(send, TYPING_EVERY_SECONDS, enabled=enabled)
+    errors = (MatrixUnavailable, DeliveryError)
+    return Typing(send, TYPING_EVERY_SECONDS, enabled=enabled, errors=errors, where=f"matrix {room_id}")
 
 
 class MatrixLive:

@@ -89,9 +89,7 @@ def typing(client: SignalClient, chat: str, enabled: bool = True, shown: bool = 
     """Shows "typing…" in a chat while the model works (conversation/typing_indicator.py; best effort, never raises)."""
 
     async def send(on: bool) -> None:
-        try:
-            await client.rpc("sendTyping", {**recipient_params(chat), **({} if on else {"stop": True})})
-        except (SignalRpcError, SignalUnavailable) as err:
-            log.debug("signal: typing indicator in %s failed: %s", chat, err)
+        await client.rpc("sendTyping", {**recipient_params(chat), **({} if on else {"stop": True})})
 
-    return Typing(send, TYPING_EVERY_SECONDS, enabled=enabled, shown=shown)
+    errors = (SignalRpcError, SignalUnavailable)
+    return Typing(send, TYPING_EVERY_SECONDS, enabled=enabled, shown=shown, errors=errors, where=f"signal {chat}")
