@@ -67,6 +67,8 @@ class ChannelHost(Protocol):
     channel's own host protocol adds its parts (its client, its turn runner, its config). A protocol, not the
     service's class: the service imports its intake, never the other way round (tests/test_layout.py)."""
 
+    backoff_max: float  # the longest wait before a server that is down is tried again
+
     @property
     def runtime(self) -> Runtime: ...
 

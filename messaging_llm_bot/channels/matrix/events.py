@@ -65,7 +65,6 @@ class SyncHost(ChannelHost, Protocol):
     channel: MatrixChannel
     turns: MatrixTurns
     state: StateFile
-    backoff_max: float
 
     @property
     def config(self) -> MatrixSettings: ...

@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 class EventHost(ChannelHost, Protocol):
     """What the reader uses of the running Signal service (signal/service.py), which owns the reader."""
 
-    backoff_max: float
+    client: SignalClient
+    turns: SignalTurns
     outage: Outage
     identities: Identities
     approvals: ReplyApprovals
@@ -49,12 +50,6 @@ class EventHost(ChannelHost, Protocol):
 
     @property
     def settings(self) -> SignalSettings: ...
-
-    @property
-    def client(self) -> SignalClient: ...
-
-    @property
-    def turns(self) -> SignalTurns: ...
 
     async def learn_account_uuid(self) -> None: ...
 
