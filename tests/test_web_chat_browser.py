@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +43,20 @@ STREAMED = ['{"reply": "The answer ', "grows ", "word ", "by ", "word ", "on ", 
 
 
 SLOW_ASKED: list[str] = []
+#: Set by test_1 once the page showed part of the answer: the stream's last piece waits for it (at most 20 s),
+#: so the answer is seen growing however fast or slow the machine is, and no sooner than it is seen.
+PARTIAL_SEEN = threading.Event()
+
+
+def _last_piece_after_partial_seen(index: int) -> None:
+    if index == len(STREAMED) - 1:
+        PARTIAL_SEEN.wait(20)
 
 
 def model(request: dict) -> Any:
-    """The fake model: a slowly streamed answer to 'hello', a save_note call for 'save a note', a first answer to
-    'slow question' that takes a minute (the bot is killed meanwhile), else an echo."""
+    """The fake model: a streamed answer to 'hello' (its end held until the page showed part), a save_note call
+    for 'save a note', a first answer to 'slow question' that takes a minute (the bot is killed meanwhile), else an
+    echo."""
     last = request["messages"][-1]["content"]
     if last.startswith("slow question"):
         SLOW_ASKED.append(last)
@@ -62,7 +72,7 @@ def model(request: dict) -> Any:
     if last.startswith("save a note"):
         return json.dumps({"skill": "save_note", "args": {"name": "frompage", "text": "kept"}})
     if "hello" in last:
-        return {"content": "".join(STREAMED), "stream_chunks": STREAMED, "chunk_delay": 0.4}
+        return {"content": "".join(STREAMED), "stream_chunks": STREAMED, "chunk_gate": _last_piece_after_partial_seen}
     return echo_reply(request)
 
 
@@ -241,6 +251,7 @@ def test_1_a_message_gets_its_answer_streamed_in(bot, browser) -> None:
         "part of the answer streamed in",
     )
     assert not any("The answer grows" in t for t in texts(browser, "#messages li.assistant"))
+    PARTIAL_SEEN.set()
     until(
         browser,
         lambda d: "The answer grows word by word on the page." in texts(d, "#messages li.assistant"),
