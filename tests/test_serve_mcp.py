@@ -17,6 +17,7 @@ import pytest
 
 from assistant_framework.memory.log import TurnLog
 from assistant_framework.workspace import Workspace
+from tests import preload
 from tests.crash_bot import REPO, BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 
@@ -70,21 +71,10 @@ def over_stdio(config: Path, workspace: Path, work: Any, *write: str) -> Any:
     from mcp import StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "messaging_llm_bot.cli",
-            "mcp",
-            "serve",
-            "--config",
-            str(config),
-            "--workspace",
-            str(workspace),
-            *write,
-        ],
-        cwd=str(REPO),
-    )
+    # The client starts it as it starts any command; the worker's zygote forks it (tests/preload.py).
+    serve = [sys.executable, "-m", "messaging_llm_bot.cli", "mcp", "serve", "--config", str(config)]
+    entry = preload.server_entry([*serve, "--workspace", str(workspace), *write])
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd=str(REPO))
     # The server's stderr to the worker's own: stdio_client's default is the sys.stderr of the moment the SDK
     # was imported, which is pytest's capture (no fileno) now that the SDK is imported inside the test.
     return asyncio.run(_session(stdio_client(params, errlog=sys.__stderr__), work))
