@@ -486,15 +486,21 @@ PRELOADED_PACKAGES = ("assistant_framework", "messaging_llm_bot")
 
 def _preload() -> None:
     """Import the project once, and check the zygote is still fit to fork: one thread, no logging set up."""
+    import gc
     import importlib
     import logging
     import pkgutil
 
+    gc.disable()  # the imports make objects that all stay: a collection in between would free none
     for name in PRELOADED_PACKAGES:
         package = importlib.import_module(name)
         for module in pkgutil.walk_packages(package.__path__, name + "."):
             if module.name.rsplit(".", 1)[-1] != "__main__":
                 importlib.import_module(module.name)
+    # What the imports left is kept out of every later collection, the children's included: their collections
+    # no longer walk (and so copy, page by page) the modules they share with the zygote.
+    gc.freeze()
+    gc.enable()
     if threading.active_count() != 1:
         raise RuntimeError(f"an import started a thread: {threading.enumerate()}; a fork would lose it")
     if logging.getLogger().handlers:
