@@ -73,7 +73,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "matrix-no-replay",
         "messaging_llm_bot/channels/matrix/service.py",
-        "        reader.replay()",
+        "        reader.intake.replay(PREFIX, self.turns.sent_by_owner)",
         "        pass",
         "a message a crash left unanswered in the inbox is never answered",
         MATRIX_BOT,

@@ -97,6 +97,14 @@ class ChatTurns(ItemTurns):
         """The message ``item`` holds, read for the turn; None for an item this channel did not write."""
         raise NotImplementedError
 
+    def sent_by_owner(self, item: InboxItem) -> bool:
+        """Whether the owner sent the message ``item`` holds (``ChannelIntake.replay``: first for a free slot); a
+        notice's item, made for the owner, counts as theirs."""
+        if is_notice_item(item):
+            return True
+        msg = self.message(item)
+        return msg is not None and msg.from_owner
+
     def address_of(self, conversation_id: str) -> Address:
         """Where a conversation's replies go without a message to answer (a job run, a notice)."""
         raise NotImplementedError

@@ -22,13 +22,11 @@ from typing import Protocol
 import nio
 
 from assistant_framework.config.settings import MatrixSettings
-from assistant_framework.inbox import InboxItem
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import Address, DeliveryError
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, is_command, parse_message
-from messaging_llm_bot.channels.matrix.settings import PREFIX
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import MatrixTurns, joinable
 from messaging_llm_bot.conversation.intake import Arrival
@@ -258,13 +256,3 @@ class SyncReader:
             private=msg.direct,
             addressed=msg.mentions_bot,
         )
-
-    def replay(self) -> None:
-        """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
-        host = self.host
-
-        def owner(item: InboxItem) -> bool:
-            msg = host.turns.message_of(item)
-            return msg is not None and host.config.is_owner(msg.sender)
-
-        self.intake.replay(PREFIX, owner)

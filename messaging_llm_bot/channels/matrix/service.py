@@ -20,7 +20,7 @@ from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixClient, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.events import SyncReader
-from messaging_llm_bot.channels.matrix.settings import MatrixLogin, conversation_of
+from messaging_llm_bot.channels.matrix.settings import PREFIX, MatrixLogin, conversation_of
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import MatrixTurns
 from messaging_llm_bot.conversation.notices import ChannelNotices
@@ -92,7 +92,7 @@ class MatrixService(ChannelService):
         how, also = "Add your Matrix id", " and joins no room"
         self.warn_if_no_one_allowed(self.config.allowed, "matrix.allowed", how, '["@you:example.org"]', also)
         log.info("matrix: serving %s on %s for %s", client.user_id, client.homeserver, list(self.config.allowed))
-        reader.replay()
+        reader.intake.replay(PREFIX, self.turns.sent_by_owner)  # job runs, then messages oldest first (never refused)
         await self.join_jobs_sending(
             self.notices,
             self.inbox,

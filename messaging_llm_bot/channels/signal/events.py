@@ -15,11 +15,9 @@ import logging
 from typing import Any, Protocol
 
 from assistant_framework.config.settings import SignalSettings
-from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalUnavailable
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.settings import (
-    PREFIX,
     SignalMessage,
     addressed_to_bot,
     chat_of_conversation,
@@ -152,16 +150,6 @@ class EventReader:
         await service.strangers.answer(
             who, refusal_text(msg), say, private=private, addressed=addressed, pair_as=pair_as
         )
-
-    def replay(self) -> None:
-        """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
-        service = self.service
-
-        def owner(item: InboxItem) -> bool:
-            msg = parse_event(item.payload)
-            return msg is not None and service.identities.judge(msg, service.settings).owner
-
-        self.intake.replay(PREFIX, owner)
 
 
 def _lost(arrival: Arrival) -> None:

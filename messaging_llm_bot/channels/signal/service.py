@@ -94,7 +94,7 @@ class SignalService(ChannelService):
             self.settings.base_url,
             list(self.settings.allowed_ids),
         )
-        events.replay()
+        events.intake.replay(PREFIX, self.turns.sent_by_owner)  # job runs, then messages oldest first (never refused)
         await self.join_jobs_sending(
             notices,
             inbox,

@@ -16,13 +16,12 @@ import signal
 from collections.abc import Sequence
 
 from assistant_framework.config.settings import WhatsAppSettings
-from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.contract import Address, TextOut
 from messaging_llm_bot.channels.whatsapp.channel import OutsideWindow, WhatsAppChannel
 from messaging_llm_bot.channels.whatsapp.graph import GraphClient, GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.intake import WhatsAppIntake
-from messaging_llm_bot.channels.whatsapp.message import message_of_payload
 from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppSecrets, conversation_of, number_of
 from messaging_llm_bot.channels.whatsapp.turn import WhatsAppTurns
 from messaging_llm_bot.channels.whatsapp.webhook import WhatsAppWebhook
@@ -93,7 +92,7 @@ class WhatsAppService(ChannelService):
         self.warn_if_no_one_allowed(config.allowed, "whatsapp.allowed", "Add your number", '["+491701234567"]')
         log.info("whatsapp: serving the webhook on %s for %s", self.webhook.url, [f"+{n}" for n in config.allowed_ids])
         # What the last run left: job runs and the notices that wait, then messages oldest first.
-        intake.intake.replay(PREFIX, self._sent_by_owner, notices_first=True)
+        intake.intake.replay(PREFIX, self.turns.sent_by_owner, notices_first=True)
         await self._join_jobs(loop, intake)
         self.runtime.start_background(notify=self.notify_from_thread)
 
@@ -118,11 +117,6 @@ class WhatsAppService(ChannelService):
     async def close(self) -> None:
         if hasattr(self, "channel"):
             await self.channel.client.close()
-
-    def _sent_by_owner(self, item: InboxItem) -> bool:
-        """A stored message the owner sent (a notice's item, made for the owner, counts as theirs)."""
-        msg = message_of_payload(item.payload)
-        return msg is None or self.config.is_owner(msg.sender)
 
     # -- jobs, reminders, notices -------------------------------------------------------
 
