@@ -76,13 +76,17 @@ def test_a_calendar_trickling_its_headers_misses_its_deadline(tmp_path, feeds, c
 
 def test_a_trickling_transcription_ends_at_its_timeout_through_the_bot(fake, start_bot, chat_server):
     def with_transcription(config):
-        config["llm"]["transcription"] = {"base_url": chat_server.base_url, "model": "whisper-1", "timeout_seconds": 1}
+        config["llm"]["transcription"] = {
+            "base_url": chat_server.base_url,
+            "model": "whisper-1",
+            "timeout_seconds": 0.5,
+        }
 
     start_bot(config_patch=with_transcription)
     chat_server.set_transcription({"text": "late words", "trickle": TRICKLE})
     fake.send_voice(OWNER, b"OggS fake opus")
     shown = fake.wait_for(lambda: [t for t in texts(fake) if "could not transcribe" in t], timeout=15)
-    assert "did not finish within 1 s" in shown[0], shown
+    assert "did not finish within 0.5 s" in shown[0], shown
     assert chat_server.chat_requests == []  # no turn was started from a transcript that never came
 
 
@@ -91,8 +95,8 @@ def test_trickling_embeddings_end_at_their_timeout_and_search_falls_back(tmp_pat
     from assistant_framework.memory import MemoryService
 
     chat_server.set_embeddings_handler(lambda texts: {"trickle": {**TRICKLE, "where": where}})
-    settings = {"base_url": chat_server.base_url, "model": "e", "timeout_seconds": 1}
-    with pytest.raises(EmbeddingError, match="did not finish within 1 s"):
+    settings = {"base_url": chat_server.base_url, "model": "e", "timeout_seconds": 0.3}  # waited out twice
+    with pytest.raises(EmbeddingError, match="did not finish within 0.3 s"):
         EmbeddingClient(EmbeddingsSettings(**settings))(["parcel"])
     config = {"llm": {"embeddings": {"enabled": True, **settings}}, "memory": {"semantic_weight": 0.5}}
     service = MemoryService(
@@ -139,7 +143,7 @@ def test_the_model_server_probe_of_setup_and_doctor_is_bounded_too(chat_server):
     from messaging_llm_bot.llm.probe import probe
 
     chat_server.models_trickle = {**TRICKLE, "where": "head"}
-    result = probe(chat_server.base_url, timeout=1)
-    assert not result.reachable and "no answer within 1 s" in (result.error or ""), result
+    result = probe(chat_server.base_url, timeout=0.3)
+    assert not result.reachable and "no answer within 0.3 s" in (result.error or ""), result
     chat_server.models_trickle = None
     assert probe(chat_server.base_url, timeout=5).models == ["fake-model"]

@@ -42,9 +42,9 @@ def test_silent_stream_after_a_chunk_is_bounded_by_the_same_deadline(chat_server
     # After one chunk nothing at all: the read timeout alone is per read; the deadline covers the call.
     chat_server.enqueue({"content": "x", "stream_chunks": ["x"], "chunk_delay": 20})
     with pytest.raises(LLMError) as info:
-        client_for(chat_server, 1).complete(MESSAGES, stream=True)
+        client_for(chat_server, 0.3).complete(MESSAGES, stream=True)
     assert info.value.kind == "timeout"
-    assert "not finished within 1 s" in info.value.user_message()
+    assert "not finished within 0.3 s" in info.value.user_message()
 
 
 def test_a_stream_that_finishes_in_time_is_untouched(chat_server):
@@ -55,7 +55,7 @@ def test_a_stream_that_finishes_in_time_is_untouched(chat_server):
 
 def test_the_user_is_told_what_happened_when_the_model_trickles(fake, start_bot, chat_server):  # noqa: F811
     def short_timeout(config: dict) -> None:
-        config["llm"]["runners"][0]["timeout_seconds"] = 1
+        config["llm"]["runners"][0]["timeout_seconds"] = 0.5
 
     start_bot(config_patch=short_timeout, stream=True)
     chat_server.set_handler(
@@ -67,7 +67,7 @@ def test_the_user_is_told_what_happened_when_the_model_trickles(fake, start_bot,
         }
     )
     fake.send_message("hello?")
-    final = fake.wait_for(lambda: [t for t in texts(fake) if "not finished within 1 s" in t], timeout=15)
+    final = fake.wait_for(lambda: [t for t in texts(fake) if "not finished within 0.5 s" in t], timeout=15)
     assert "timed out" in final[0]
 
 
@@ -105,8 +105,8 @@ def test_an_event_stream_ended_by_closing_the_connection_is_bounded_too(chat_ser
         {"content": "Hel", "stream_chunks": ["Hel"], "framing": "close", "keepalive_every": 0.1, "keepalive_for": 20}
     )
     with pytest.raises(LLMError) as info:
-        client_for(chat_server, 1).complete(MESSAGES, stream=True)
-    assert info.value.kind == "timeout" and "not finished within 1 s" in info.value.user_message()
+        client_for(chat_server, 0.3).complete(MESSAGES, stream=True)
+    assert info.value.kind == "timeout" and "not finished within 0.3 s" in info.value.user_message()
     # Cut at the deadline, not read to the end: the server sees the client gone while it still sends.
     assert _eventually(lambda: chat_server.streams_cut == 1)
 
@@ -135,18 +135,18 @@ def test_keep_alives_before_an_answer_in_time_are_harmless(chat_server):
 
 def test_the_user_is_told_when_an_answer_that_is_not_streamed_trickles(fake, start_bot, chat_server):  # noqa: F811
     def short_timeout(config: dict) -> None:
-        config["llm"]["runners"][0]["timeout_seconds"] = 1
+        config["llm"]["runners"][0]["timeout_seconds"] = 0.5
         config["llm"]["stream"] = False  # the model call is not streamed (telegram.stream only shows one)
 
     start_bot(config_patch=short_timeout, stream=False)
     chat_server.set_handler(lambda req: {"content": '{"reply": "late"}', "trickle": TRICKLE})
     fake.send_message("hello?")
-    final = fake.wait_for(lambda: [t for t in texts(fake) if "not finished within 1 s" in t], timeout=15)
+    final = fake.wait_for(lambda: [t for t in texts(fake) if "not finished within 0.5 s" in t], timeout=15)
     assert "timed out" in final[0] and "late" not in final[0]
 
 
 def test_status_is_not_held_by_a_trickling_model_list(chat_server):
-    """``/status`` pings ``GET /models`` with 5 s for the whole answer (here the runner's 1 s)."""
+    """``/status`` pings ``GET /models`` with 5 s for the whole answer (here the runner's 0.3 s)."""
     chat_server.models_trickle = {**TRICKLE, "where": "head"}
-    ok, message = client_for(chat_server, 1).ping()
-    assert not ok and "not finished within 1 s" in message, message
+    ok, message = client_for(chat_server, 0.3).ping()
+    assert not ok and "not finished within 0.3 s" in message, message
