@@ -57,9 +57,13 @@ def test_a_photo_reaches_the_vision_runner_downscaled_without_exif_and_later_tur
     assert "image_url" not in body and "base64" not in body and len(body) < 20_000  # ...never the bytes
     history = workspace.read_text(workspace.list("conversations/*/history.json")[0])
     assert "base64" not in history and f"[photo: {saved[0]}, 800x533]" in history
-    trace_files = workspace.list("traces/**/*.json")
-    traces = [json.loads(workspace.read_text(t)) for t in trace_files]
-    photo_trace = next(t for t in traces if t["reply"].startswith("A green field"))
+
+    def photo_traces() -> list[dict]:  # written in the background once no reply is in progress (background.py)
+        traces = [json.loads(workspace.read_text(t)) for t in workspace.list("traces/**/*.json")]
+        return [t for t in traces if t["reply"].startswith("A green field")]
+
+    wait_until(photo_traces, what="the photo turn's trace")
+    (photo_trace,) = photo_traces()
     raw = json.dumps(photo_trace)
     assert "base64" not in raw and "image omitted from the trace: image/jpeg" in raw  # sizes, not pixels
     assert photo_trace["section_sizes"]["images"][0]["width"] == MAX_SIDE
