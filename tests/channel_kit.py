@@ -1423,7 +1423,9 @@ def _busy_on_webchat(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
     from messaging_llm_bot.channels.webchat.format import CONVERSATION
 
     chat = request.getfixturevalue("start_webchat")(patch=_busy_mode(mode))
-    return _BusyChat(chat.send, lambda: chat.service.busy.joined(CONVERSATION), chat.replies, _two_stored(request))
+    return _BusyChat(
+        chat.send, lambda: chat.service.turns.busy.joined(CONVERSATION), chat.replies, _two_stored(request)
+    )
 
 
 def _busy_on_matrix(request: pytest.FixtureRequest, mode: str) -> _BusyChat:

@@ -16,7 +16,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "console-served-ask-refused",
         f"{BOT}/channels/console/service.py",
-        "                ask_owner=self.approver,",
+        "                ask_owner=self.turns.approver,",
         "                ask_owner=None,",
         "with the terminal chat the home channel, a served client's ask call is refused instead of asked at the prompt",
         ("test_console_approve.py",),

@@ -72,8 +72,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "busy-webchat-never-joins",
         f"{BOT}/channels/webchat/service.py",
-        "        if joinable(item) and self.busy.join(",
-        "        if False and self.busy.join(",
+        "        if joinable(item) and turns.busy.join(",
+        "        if False and turns.busy.join(",
         "busy mode steer does nothing in the web chat: a message sent meanwhile waits its turn",
         KIT_CONSOLE_WEBCHAT,
     ),

@@ -131,6 +131,10 @@ def agent_incoming(
 class ChannelTurns:
     """The shared part of a channel's turn runner: the turns running now, the turn pool, the chat's flags."""
 
+    #: Ask the model for a stream whatever ``llm.stream`` says: the channel shows every answer as it is written
+    #: (the web chat's page).
+    ALWAYS_STREAM = False
+
     def __init__(self, runtime: Runtime, inbox: Inbox, channel: str) -> None:
         self.runtime = runtime
         self.inbox = inbox
@@ -211,7 +215,7 @@ class ChannelTurns:
         agent = self.runtime.agent
         # llm.stream asks the model for a stream (/stop then cuts it off at once); the channel decides whether
         # the message shows it.
-        incoming = agent_incoming(request, agent.settings.llm.stream, approve, on_event)
+        incoming = agent_incoming(request, agent.settings.llm.stream or self.ALWAYS_STREAM, approve, on_event)
         answered = await self.pool.run(agent.handle, incoming, owner_turn=request.from_owner)
         text = reply_text(answered)
         return f"{text}\n\n{request.notice}" if request.notice else text

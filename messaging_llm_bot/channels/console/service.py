@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -31,19 +29,18 @@ from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.commands import run_command, unknown_command_text
 from messaging_llm_bot.conversation.delivery import DeliveryError
-from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, left_by_last_run
-from messaging_llm_bot.conversation.item_turns import ItemTurns, is_notice_item
+from messaging_llm_bot.conversation.item_turns import is_notice_item
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.markup import terminal_text
+from messaging_llm_bot.conversation.owner_chat import OWNER, OwnerChatTurns
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop
-from messaging_llm_bot.conversation.turn import TurnRequest
+from messaging_llm_bot.conversation.turn import TurnInput
 
 CHAT = "console"  # the one conversation: its queue, its inbox items and its route (conversation/routes.py)
-USER = "owner"  # its one user (the agent lets only a turn's sender steer it)
 #: What the terminal chat can do (channels/contract.py): one reader, text only, the answer printed as it
 #: streams (appended, never edited), a reply printed whole (a bound, not a platform limit), approvals typed y/n.
 #: A file "sent" to the terminal is its path printed: nothing is copied, so no size bound beyond the workspace's.
@@ -81,40 +78,27 @@ def progress_line(event: AgentEvent) -> str | None:
     return None
 
 
-class ConsoleTurns(ItemTurns):
-    """The terminal chat's turns: a typed message's reply printed as a block (the reply, an empty line); a job
-    run's, a notice's between the user's lines. Each printed once: the ledger records it."""
+class ConsoleTurns(OwnerChatTurns):
+    """The terminal chat's turns (conversation/owner_chat.py): a typed message's reply printed as a block (the reply,
+    an empty line) after what streamed of it; a job run's, a notice's between the user's lines. Each printed once:
+    the ledger records it."""
 
     REREAD = True  # a job run handed over again may have been answered meanwhile
+    MAX_FILE_BYTES = CAPABILITIES.max_file_bytes
 
     def __init__(self, service: ConsoleService) -> None:
-        super().__init__(service.runtime, service.inbox, CHAT)
+        super().__init__(service.runtime, service.inbox, CHAT, CHAT)
         self.service, self.term = service, service.term
         self.busy = BusyTurns(lambda _item: print(JOINED_TEXT, file=self.term.stderr, flush=True))
+        self.live: LiveReply | None = None  # the typed message's answer as it streams (one at a time)
 
-    async def answer_message(self, item: InboxItem) -> None:
-        reply, merged, live = item.reply, list(item.merged), None  # a replay's merged (busy modes): from the ledger
-        later: list[InboxItem] = []
-        if reply is None:
-            text = str(item.payload.get("text", ""))
-            live = LiveReply(self.term.stdout) if self.term.screen is not None else None
-            produce = functools.partial(self._produce, item, text, live)
-            reply, merged, later = await self.make_reply(item, USER, not text.startswith("/"), produce)
-        if await self.deliver(item, live.rest(reply) if live is not None else reply):
-            await self.finish(item, merged, later)
+    async def turn_input(self, item: InboxItem) -> TurnInput | str:
+        self.live = LiveReply(self.term.stdout) if self.term.screen is not None else None
+        return await super().turn_input(item)
 
-    async def _produce(self, item: InboxItem, text: str, live: LiveReply | None) -> str:
-        loop = asyncio.get_running_loop()
-        send_file = file_sender(
-            self.runtime.workspace, item.item_id, loop, self._show_file, CAPABILITIES.max_file_bytes
-        )
-        request = TurnRequest(CHAT, text, CHAT, USER, None, True, True, send_file=send_file)
-        return await self.ask_agent(
-            request, approve=self.service.approver, on_event=functools.partial(self._event, live)
-        )
-
-    def _event(self, live: LiveReply | None, event: AgentEvent) -> None:
+    def on_event(self, event: AgentEvent) -> None:
         """The answer as it streams, and progress on stderr (at a terminal; from the turn's worker thread)."""
+        live = self.live
         if live is None:
             return
         if event.kind == "delta":
@@ -122,7 +106,7 @@ class ConsoleTurns(ItemTurns):
         elif line := progress_line(event):
             print(line, file=self.term.stderr, flush=True)
 
-    async def _show_file(self, one: FileToSend) -> str:
+    async def show_file(self, item: InboxItem, one: FileToSend) -> str:
         # The terminal is on the workspace's machine: the file is where it is, its path is what to show.
         caption = f" ({one.caption})" if one.caption else ""
         print(f"📎 {one.path}{caption}", file=self.term.stderr, flush=True)
@@ -134,14 +118,17 @@ class ConsoleTurns(ItemTurns):
         if await asyncio.to_thread(self.inbox.parts_sent, item.item_id) > 0:
             return True
         if not (is_job_item(item) or is_notice_item(item)):
-            print(text.rstrip("\n") + "\n", file=self.term.stdout, flush=True)
+            live, self.live = self.live, None  # a replay's reply: nothing of it was shown
+            print(
+                (live.rest(text) if live is not None else text).rstrip("\n") + "\n", file=self.term.stdout, flush=True
+            )
         elif not await self.service.show(terminal_text(text)):  # a reply's Markdown as the terminal shows it
             return False
         await self.record_part(item.item_id, 0, time.time_ns() // 1_000_000)  # when it was shown
         return True
 
-    async def answer_job(self, item: InboxItem) -> None:
-        await self.run_job(item, USER, functools.partial(self.deliver, item), self.service.tell)
+    async def tell(self, item: InboxItem, text: str) -> None:
+        await self.service.tell(text)
 
 
 class ConsoleService(ChannelService):
@@ -165,7 +152,6 @@ class ConsoleService(ChannelService):
         self.inbox: Inbox
         self.turns: ConsoleTurns
         self.intake: ChannelIntake
-        self.approver: Callable[[ApprovalRequest], Answer] | None = None
 
     def start(self) -> None:
         """Serve on a thread of its own; returns once it serves (or failed: ``stopped`` is set)."""
@@ -197,7 +183,7 @@ class ConsoleService(ChannelService):
         self.intake = self.channel_intake(self.turns, hold=True)
         loop = asyncio.get_running_loop()
         if self.term.screen is not None:  # only a person can confirm: a scripted chat's "ask" calls are refused
-            self.approver = self.approvals.questions.approver(self._ask_one, loop, "the terminal")
+            self.turns.approver = self.approvals.questions.approver(self._ask_one, loop, "the terminal")
         jobs, messages = left_by_last_run(self.inbox, CHAT, self.NAME)
         for item in (one for one in messages if not is_notice_item(one)):
             text = str(item.payload.get("text", ""))[:80]
@@ -215,7 +201,7 @@ class ConsoleService(ChannelService):
                 start=self.start_job,
                 send_reminder=lambda chat, text, conversation: self.show(terminal_text(text)),
                 reminder_poll_seconds=self.reminder_poll_seconds,
-                ask_owner=self.approver,
+                ask_owner=self.turns.approver,
             )
         )
         self.runtime.start_background(notify=self.notify_from_thread)
@@ -281,7 +267,7 @@ class ConsoleService(ChannelService):
                 self.tasks.spawn(CHAT, self._command(text), owner=True, exempt=True)
             elif text:
                 source = f"console:{time.time_ns()}"
-                arrival = Arrival(source, CHAT, {"text": text}, USER, True, text, source, True)
+                arrival = Arrival(source, CHAT, {"text": text}, OWNER, True, text, source, True)
                 await self.intake.take(arrival, self._say)
         while self.queues.pending(CHAT):
             await asyncio.sleep(0.02)

@@ -33,30 +33,27 @@ from messaging_llm_bot.conversation.approvals import (
     question_text,
 )
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
-from messaging_llm_bot.conversation.busy import BusyTurns, RunningTurn, answered_by_recorded
-from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.commands import NOTHING_TO_STOP_TEXT, STOPPING_TEXT, run_command
-from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import files_input
-from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
-from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.owner_chat import OWNER, OwnerChatTurns, joinable
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop, shutdown_runtime
+from messaging_llm_bot.conversation.turn import TurnInput
 from messaging_llm_bot.conversation.turns import RunningTurns
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from assistant_framework.media.files_out import FileToSend
-    from messaging_llm_bot.agent.images import ImageInput
+    from messaging_llm_bot.agent.turn import AgentEvent
 
 log = logging.getLogger(__name__)
 
 NAME = "webchat"
 #: The longest message the page takes (characters).
 MAX_TEXT_CHARS = 16_000
-FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
 EXIT_OK, EXIT_FAILED = 0, 1
 
 #: Types the page shows as pictures (and the model sees as images where a runner can).
@@ -95,10 +92,7 @@ class WebChatService:
         self.questions = OpenQuestions()
         self.asking: dict[str, str] = {}  # open questions by id: a reloaded page shows them again
         self.live = ""  # the answer being written now, as far as it came (a reloaded page shows it)
-        self.pool = TurnPool(lambda: self.runtime.settings)
-        #: The running turn a new message may join (busy modes, conversation/busy.py), and /busy's choice.
-        self.busy: BusyTurns[InboxItem] = BusyTurns()
-        self.flags = ChatFlags(runtime.workspace)
+        self.turns: WebChatTurns  # made with the inbox, at the start
         self.ready = threading.Event()
         self.stopped = threading.Event()
         self._active = RunningTurns()
@@ -128,6 +122,8 @@ class WebChatService:
 
     def _begin_stop(self) -> None:
         self._stopping = True
+        if hasattr(self, "turns"):
+            self.turns.stopping = True
         if self._stop is not None:
             self._stop.set()
 
@@ -138,6 +134,8 @@ class WebChatService:
         for sig in self.stop_signals:
             loop.add_signal_handler(sig, self._begin_stop)
         self._inbox = inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
+        self.turns = WebChatTurns(self, inbox)
+        self.turns.approver = self.questions.approver(self._ask, loop, "the web chat")
         pending = inbox.pending(CONVERSATION.split(":")[0] + ":")
         answered = answered_by_recorded(pending)  # joined a turn whose reply was recorded: completed with it
         for item in [one for one in pending if one.item_id not in answered]:
@@ -148,7 +146,7 @@ class WebChatService:
             owner_conversation=self._job_conversation,
             start=self._start_job,
             send_reminder=self._reminder,
-            ask_owner=self.questions.approver(self._ask, loop, "the web chat"),
+            ask_owner=self.turns.approver,
         )
         await asyncio.to_thread(job_router(self.runtime).attach, NAME, jobs)
         # Collectors' notices and spending caps reach the owner here too (started once per process, whichever
@@ -169,7 +167,7 @@ class WebChatService:
                 self._active.cancel_all()
                 await self._active.wait_idle(1.0)
             await asyncio.to_thread(job_router(self.runtime).detach, NAME)
-            self.pool.shutdown()
+            self.turns.pool.shutdown()
 
     # -- from the page (the web server's loop) --------------------------------------
 
@@ -231,8 +229,9 @@ class WebChatService:
     def _spawn(self, item: InboxItem) -> None:
         """A stored message: handed to the running turn by the busy mode (in arrival order, on this loop), else
         its own turn in order."""
-        if joinable(item) and self.busy.join(
-            self.runtime, self.flags, CONVERSATION, "owner", str(item.payload.get("text", "")), item.item_id, item
+        turns = self.turns
+        if joinable(item) and turns.busy.join(
+            self.runtime, turns.flags, CONVERSATION, OWNER, str(item.payload.get("text", "")), item.item_id, item
         ):
             log.info("webchat: message %s joined the turn running in %s", item.item_id, CONVERSATION)
             return
@@ -242,110 +241,7 @@ class WebChatService:
         assert self._order is not None
         with self._active.tracking():
             async with self._order:  # one turn at a time in the owner's one chat, in order
-                await self._answer_in_order(item)
-
-    async def _answer_in_order(self, item: InboxItem) -> None:
-        """One turn (the order held); the messages offered to it but not answered by it right after, in order."""
-        assert self._inbox is not None
-        inbox = self._inbox
-        if self._stopping:
-            return
-        reply, merged = item.reply, list(item.merged)  # a replay's merged: from the ledger
-        later: list[InboxItem] = []  # offered to this turn but not answered by it
-        if reply is None:
-            running: RunningTurn[InboxItem] | None = None
-            failed = False
-            try:
-                with self.busy.turn(CONVERSATION, "owner", joinable(item)) as running:
-                    reply = await self._produce(item)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - say so instead of going silent
-                log.exception("webchat: answering %s failed", item.item_id)
-                reply, failed = FAILED_REPLY, True
-            finally:
-                self.live = ""
-            if running is not None:
-                joined, later = running.outcome(failed)
-                merged = [one.item_id for one in joined]
-            # One write: the reply and the later messages it answers (a replay completes them with it).
-            await asyncio.to_thread(inbox.record_reply, item.item_id, reply, merged)
-        await self.deliver(item, reply)
-        for one in [*merged, item.item_id]:
-            await asyncio.to_thread(inbox.complete, one)
-        for other in later:
-            await self._answer_in_order(other)
-
-    async def _produce(self, item: InboxItem) -> str:
-        from messaging_llm_bot.agent.incoming import AgentMessage  # on use, as the other channels' turns
-        from messaging_llm_bot.agent.turn import AgentEvent, reply_text
-
-        text = str(item.payload.get("text", ""))
-        files = [SavedFile(**one) for one in item.payload.get("files") or [] if isinstance(one, dict)]
-        untrusted = False
-        images: tuple[ImageInput, ...] = ()
-        if files:  # the words are the file's caption; the file is outside content (conversation/images.py)
-            got = await files_input(
-                self.runtime.workspace, list(files), self.runtime.settings, index=self.runtime.memory
-            )
-            if isinstance(got, str):
-                return got
-            text, untrusted, images = got.text, True, got.images
-        elif text.startswith("/"):
-            answered = await asyncio.to_thread(run_command, self.runtime, CONVERSATION, text)
-            if answered is not None:
-                return answered
-        self.hub.publish({"type": "typing"})
-
-        def on_event(event: AgentEvent) -> None:  # on the turn's thread
-            if event.kind == "delta":
-                self.live = str(event.data.get("text", ""))
-                self.hub.publish({"type": "live", "text": self.live})
-
-        loop = asyncio.get_running_loop()
-        incoming = AgentMessage(
-            CONVERSATION,
-            text,
-            chat_id=CONVERSATION,
-            user_id="owner",
-            message_id=item.item_id,
-            owner_chat=True,  # only the signed-in owner reaches the page
-            approve=self.questions.approver(self._ask, loop, "the web chat"),
-            on_event=on_event,
-            stream=True,
-            untrusted=untrusted,
-            images=images,
-            send_file=file_sender(
-                self.runtime.workspace,
-                item.item_id,
-                loop,
-                lambda one: self._send_file(item.item_id, one),
-                CAPABILITIES.max_file_bytes,
-            ),
-        )
-        result = await self.pool.run(self.runtime.agent.handle, incoming, owner_turn=True)
-        return reply_text(result)
-
-    async def deliver(self, item: InboxItem, reply: str) -> bool:
-        """The one delivery path of turns and job runs: each part not yet recorded in the ledger is written to
-        the transcript (once: it knows the part by its key) and recorded."""
-        assert self._inbox is not None
-        inbox = self._inbox
-        parts = split(reply) or [reply]
-        for index in range(inbox.parts_sent(item.item_id), len(parts)):
-            message, _ = await asyncio.to_thread(self.transcript.append, "assistant", parts[index], item.item_id, index)
-            self.hub.publish({"type": "message", "message": message.copy()})
-            await asyncio.to_thread(inbox.record_part, item.item_id, index, message["id"])
-        return True
-
-    async def _send_file(self, answering: str, one: FileToSend) -> str:
-        """The ``send_file`` skill's file as a message of the assistant's (the page shows or offers it); its id."""
-        ref = FileRef(rel=one.rel, name=one.path.name, mime="", photo=one.photo)
-        message, _ = await asyncio.to_thread(
-            self.transcript.append, "assistant", one.caption or one.path.name, f"file:{answering}:{one.rel}", 0, ref
-        )
-        self.hub.publish({"type": "message", "message": message.copy()})
-        return str(message["id"])
+                await self.turns.answer(item)
 
     async def _ask(self, request: ApprovalRequest) -> Answer:
         key = uuid.uuid4().hex
@@ -370,27 +266,9 @@ class WebChatService:
         return CONVERSATION
 
     def _start_job(self, item: InboxItem) -> None:
-        assert self._inbox is not None
-        inbox = self._inbox
-
-        async def deliver(text: str) -> bool:
-            return await self.deliver(item, text)
-
-        async def tell(text: str) -> None:
-            await self.say(text, key=f"tell:{item.item_id}")
-
         async def run() -> None:
             with self._active.tracking():
-                await answer_job_run(
-                    self.runtime,
-                    self.pool,
-                    inbox,
-                    item,
-                    chat_id=CONVERSATION,
-                    user_id="owner",
-                    deliver=deliver,
-                    tell=tell,
-                )
+                await self.turns.answer(item)
 
         asyncio.get_running_loop().create_task(run())
 
@@ -403,8 +281,61 @@ class WebChatService:
         return True
 
 
-def joinable(item: InboxItem) -> bool:
-    """A message that may join the running turn, or be joined (busy modes): the owner's words, no file, no
-    command, no job run."""
-    text = str(item.payload.get("text", ""))
-    return not is_job_item(item) and not item.payload.get("files") and bool(text) and not text.startswith("/")
+class WebChatTurns(OwnerChatTurns):
+    """The web chat's turns (conversation/owner_chat.py): a message's words or its file for the model, a command
+    answered, the answer streamed to the open pages, the reply written to the transcript part by part."""
+
+    ALWAYS_STREAM = True  # the page shows every answer as it is written
+    MAX_FILE_BYTES = CAPABILITIES.max_file_bytes
+
+    def __init__(self, service: WebChatService, inbox: Inbox) -> None:
+        super().__init__(service.runtime, inbox, NAME, CONVERSATION)
+        self.service = service
+
+    async def turn_input(self, item: InboxItem) -> TurnInput | str:
+        runtime = self.runtime
+        text = str(item.payload.get("text", ""))
+        files = [SavedFile(**one) for one in item.payload.get("files") or [] if isinstance(one, dict)]
+        if files:  # the words are the file's caption; the file is outside content (conversation/images.py)
+            got = await files_input(runtime.workspace, list(files), runtime.settings, index=runtime.memory)
+            if isinstance(got, str):
+                return got
+            return TurnInput(got.text, untrusted=True, images=got.images)
+        if text.startswith("/"):
+            answered = await asyncio.to_thread(run_command, runtime, CONVERSATION, text)
+            if answered is not None:
+                return answered
+        self.service.hub.publish({"type": "typing"})
+        return TurnInput(text)
+
+    def on_event(self, event: AgentEvent) -> None:  # on the turn's thread
+        if event.kind == "delta":
+            self.service.live = str(event.data.get("text", ""))
+            self.service.hub.publish({"type": "live", "text": self.service.live})
+
+    async def turn_ended(self) -> None:
+        self.service.live = ""
+
+    async def show_file(self, item: InboxItem, one: FileToSend) -> str:
+        """The ``send_file`` skill's file as a message of the assistant's (the page shows or offers it); its id."""
+        ref = FileRef(rel=one.rel, name=one.path.name, mime="", photo=one.photo)
+        key = f"file:{item.item_id}:{one.rel}"
+        message, _ = await asyncio.to_thread(
+            self.service.transcript.append, "assistant", one.caption or one.path.name, key, 0, ref
+        )
+        self.service.hub.publish({"type": "message", "message": message.copy()})
+        return str(message["id"])
+
+    async def deliver(self, item: InboxItem, reply: str) -> bool:
+        """The one delivery path of turns and job runs: each part not yet recorded in the ledger is written to
+        the transcript (once: it knows the part by its key) and recorded."""
+        transcript, hub = self.service.transcript, self.service.hub
+        parts = split(reply) or [reply]
+        for index in range(self.inbox.parts_sent(item.item_id), len(parts)):
+            message, _ = await asyncio.to_thread(transcript.append, "assistant", parts[index], item.item_id, index)
+            hub.publish({"type": "message", "message": message.copy()})
+            await asyncio.to_thread(self.inbox.record_part, item.item_id, index, message["id"])
+        return True
+
+    async def tell(self, item: InboxItem, text: str) -> None:
+        await self.service.say(text, key=f"tell:{item.item_id}")

@@ -1,0 +1,115 @@
+"""The turns of a chat only the owner reaches, on the bot's own machine (the terminal chat, the web chat): one
+conversation, one user, every message the owner's own (their data seen, their model calls first, ``ask`` calls
+confirmed in the chat). The flow is ``ItemTurns``' as on every channel: the reply made once in the busy turn,
+recorded, delivered through the ledger, the items completed; a job run answered in the same conversation.
+
+The channel gives what differs: what the model reads of a message (``turn_input``: the words, or a file's, or the
+sentence that answers instead), how the answer shows while it is written (``on_event``), a file the model sends
+(``show_file``), the delivery of a reply (``deliver``) and a word to the owner (``tell``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import TYPE_CHECKING
+
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.media.files_out import FileToSend
+from messaging_llm_bot.conversation.files_out import file_sender
+from messaging_llm_bot.conversation.item_turns import ItemTurns
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turn import TurnInput, TurnRequest
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.guard import ApproveCallback
+    from messaging_llm_bot.agent.turn import AgentEvent
+
+#: The chat's one user, as the agent's records name them (the agent lets only a turn's sender steer it).
+OWNER = "owner"
+
+
+def joinable(item: InboxItem) -> bool:
+    """A message that may join the running turn, or be joined (busy modes): the owner's words, no file, no
+    command, no job run."""
+    text = str(item.payload.get("text", ""))
+    return not is_job_item(item) and not item.payload.get("files") and bool(text) and not text.startswith("/")
+
+
+class OwnerChatTurns(ItemTurns):
+    """The turns of the owner's one conversation ``conversation`` on ``channel``; ``approver`` confirms an ``ask``
+    call (None: refused), set by the channel once it can ask."""
+
+    #: The largest file the model may send into the chat (the ``send_file`` skill).
+    MAX_FILE_BYTES = 0
+
+    def __init__(self, runtime: Runtime, inbox: Inbox, channel: str, conversation: str) -> None:
+        super().__init__(runtime, inbox, channel)
+        self.conversation = conversation
+        self.approver: ApproveCallback | None = None
+
+    async def answer_message(self, item: InboxItem) -> None:
+        reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
+        later: list[InboxItem] = []  # offered to this turn but not answered by it
+        if reply is None:
+            produce = functools.partial(self._produce, item)
+            reply, merged, later = await self.make_reply(item, OWNER, joinable(item), produce, after=self.turn_ended)
+        if await self.deliver(item, reply):
+            await self.finish(item, merged, later)  # else stopping first: all stay in the inbox
+
+    async def _produce(self, item: InboxItem) -> str:
+        got = await self.turn_input(item)
+        if isinstance(got, str):
+            return got
+        loop = asyncio.get_running_loop()
+        send_file = file_sender(
+            self.runtime.workspace,
+            item.item_id,
+            loop,
+            functools.partial(self.show_file, item),
+            self.MAX_FILE_BYTES,
+        )
+        conversation = self.conversation
+        request = TurnRequest(
+            conversation,
+            got.text,
+            conversation,
+            OWNER,
+            item.item_id,
+            owner_chat=True,
+            from_owner=True,
+            untrusted=got.untrusted,
+            images=got.images,
+            notice=got.notice,
+            send_file=send_file,
+        )
+        return await self.ask_agent(request, approve=self.approver, on_event=self.on_event)
+
+    async def answer_job(self, item: InboxItem) -> None:
+        await self.run_job(item, OWNER, functools.partial(self.deliver, item), functools.partial(self.tell, item))
+
+    # -- what the channel gives -------------------------------------------------------------------------------
+
+    async def turn_input(self, item: InboxItem) -> TurnInput | str:
+        """What the model reads of a stored message, or the sentence that answers it instead: its words."""
+        return TurnInput(str(item.payload.get("text", "")))
+
+    def on_event(self, event: AgentEvent) -> None:
+        """The turn's progress (from its worker thread): nothing shown unless the channel shows it."""
+
+    async def turn_ended(self) -> None:
+        """After a new turn ended, whatever happened (before its reply is delivered)."""
+
+    async def show_file(self, item: InboxItem, one: FileToSend) -> str:
+        """A file the model sends while answering ``item``, into the chat; the chat's id of it."""
+        raise NotImplementedError
+
+    async def deliver(self, item: InboxItem, reply: str) -> bool:
+        """The one delivery of replies, job runs' and notices': each part once (the ledger); False when the chat
+        ended first (the item stays in the inbox)."""
+        raise NotImplementedError
+
+    async def tell(self, item: InboxItem, text: str) -> None:
+        """A word to the owner about ``item`` (a job paused), best effort."""
+        raise NotImplementedError
