@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -32,7 +31,7 @@ from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, In
 from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 from messaging_llm_bot.conversation.commands import COMMANDS
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.service import EXIT_FAILED, ChannelService
+from messaging_llm_bot.conversation.service import ChannelService
 
 log = logging.getLogger(__name__)
 
@@ -82,20 +81,14 @@ class TelegramService(ChannelService):
     def known_error(self, err: Exception) -> str | None:
         if isinstance(err, InvalidToken):
             return "telegram: the bot token was refused by the Bot API (check telegram.token)"
+        if isinstance(err, Conflict):  # raised by ``close`` after a 409 stopped the bot (exit code 1)
+            return (
+                "telegram: stopped: another instance is polling with the same bot token (409 Conflict); run only one "
+                "bot per token"
+            )
         if isinstance(err, NetworkError):
             return f"telegram: cannot reach the Bot API at {api_urls(self.settings)[0]}: {err}"
         return None
-
-    def run(self) -> int:
-        code = super().run()
-        if self.conflict is None:
-            return code
-        print(
-            "telegram: stopped: another instance is polling with the same bot token (409 Conflict); run only one "
-            "bot per token",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
 
     # -- building ---------------------------------------------------------------
 
@@ -234,5 +227,8 @@ class TelegramService(ChannelService):
             await asyncio.gather(self._rest, return_exceptions=True)
 
     async def close(self) -> None:
+        """PTB's application shut down; after a 409 Conflict the run ends as failed, saying why (``known_error``)."""
         if self.app is not None:
             await self.app.shutdown()
+        if self.conflict is not None:
+            raise Conflict(self.conflict)
