@@ -482,6 +482,9 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 #: their libraries: httpx, python-telegram-bot, the MCP SDK, ...). ``__main__`` modules are not imported:
 #: they are what a start runs.
 PRELOADED_PACKAGES = ("assistant_framework", "messaging_llm_bot")
+#: Other packages for the zygote to import, comma-separated (empty: none), read by the zygote at its start:
+#: tests/test_preload.py's worker processes start zygotes whose imports are not what they test.
+PACKAGES_ENV = "ASSISTANT_TEST_PRELOAD_PACKAGES"
 
 
 def _preload() -> None:
@@ -492,7 +495,8 @@ def _preload() -> None:
     import pkgutil
 
     gc.disable()  # the imports make objects that all stay: a collection in between would free none
-    for name in PRELOADED_PACKAGES:
+    names = os.environ.get(PACKAGES_ENV)
+    for name in PRELOADED_PACKAGES if names is None else [n for n in names.split(",") if n]:
         package = importlib.import_module(name)
         for module in pkgutil.walk_packages(package.__path__, name + "."):
             if module.name.rsplit(".", 1)[-1] != "__main__":

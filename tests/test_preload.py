@@ -142,20 +142,30 @@ def test_a_preloaded_start_is_counted_as_a_process() -> None:
     assert tiers._take_phase()[0] == ["-m tests.preload_probe"]
 
 
-def test_a_zygote_that_ended_is_started_again_on_the_same_socket(capfd: pytest.CaptureFixture[str]) -> None:
-    zygote = preload._zygote()
-    first, path = zygote.process.pid, zygote.path
-    os.kill(first, signal.SIGKILL)
-    zygote.process.wait(30)
-    assert preload.run([*PROBE, "exit", "4"], stdout=subprocess.DEVNULL, timeout=60, cwd=REPO).returncode == 4
-    assert preload._zygote().process.pid != first and preload._zygote().path == path
-    assert "the zygote ended (-9); starting another" in capfd.readouterr().err
+def test_a_zygote_that_ended_is_started_again_on_the_same_socket(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the worker's zygote's place, one of this test's own without the project's imports (they are not the
+    point; killed, the worker's own would have the next test wait for those imports again)."""
+    monkeypatch.setenv(preload.PACKAGES_ENV, "")
+    zygote = preload._Zygote()
+    monkeypatch.setattr(preload, "_current", [zygote])
+    try:
+        first, path = zygote.process.pid, zygote.path
+        os.kill(first, signal.SIGKILL)
+        zygote.process.wait(30)
+        assert preload.run([*PROBE, "exit", "4"], stdout=subprocess.DEVNULL, timeout=60, cwd=REPO).returncode == 4
+        assert preload._zygote() is zygote and zygote.process.pid != first and zygote.path == path
+        assert "the zygote ended (-9); starting another" in capfd.readouterr().err
+    finally:
+        zygote.stop()
 
 
 WORKER = """
-import subprocess, sys, time
+import os, subprocess, sys, time
 sys.path.insert(0, {repo!r})
 from tests import preload
+os.environ[preload.PACKAGES_ENV] = ""  # a zygote without the project's imports: its end is the point
 child = preload.PreloadedProcess([sys.executable, "-m", "tests.preload_probe", "wait"], stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, cwd={repo!r})
 print(preload._zygote().process.pid, child.pid, preload._zygote().folder, flush=True)
