@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from assistant_framework.plugin_import import import_plugin
@@ -31,3 +32,20 @@ def test_each_import_is_a_new_module_even_from_kept_code(tmp_path: Path) -> None
     first.SEEN.append(1)
     again = import_plugin(folder, "test_plugins")
     assert again is not first and again.SEEN == []
+
+
+def test_a_new_import_drops_the_plugins_submodules_and_no_other_plugins(tmp_path: Path) -> None:
+    """A submodule imported the last time is imported again from its source; a plugin of the same folder whose
+    name begins alike (``web`` and ``web_search``) keeps its modules."""
+    plugins = tmp_path / "plugins"
+    for name in ("web", "web_search"):
+        (plugins / name).mkdir(parents=True)
+        (plugins / name / "__init__.py").write_text("from . import helper\n", encoding="utf-8")
+        (plugins / name / "helper.py").write_text(f"VALUE = '{name} one'\n", encoding="utf-8")
+    web = import_plugin(plugins / "web", "test_plugins")
+    other = import_plugin(plugins / "web_search", "test_plugins")
+    (plugins / "web" / "helper.py").write_text("VALUE = 'web, second'\n", encoding="utf-8")
+    again = import_plugin(plugins / "web", "test_plugins")
+    assert (web.helper.VALUE, again.helper.VALUE) == ("web one", "web, second")
+    assert sys.modules[other.__name__] is other and sys.modules[other.__name__ + ".helper"] is other.helper
+    assert sys.modules[again.__name__ + ".helper"] is again.helper

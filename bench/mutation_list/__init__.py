@@ -74,6 +74,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("messaging_llm_bot/protocol", "agent"),
     ("messaging_llm_bot/channels", "conversation"),
     ("assistant_framework/skills", "skills"),
+    ("assistant_framework/plugin_import", "skills"),
     ("assistant_framework/config", "config"),
     ("assistant_framework/backup", "files"),
     ("assistant_framework/access", "access"),

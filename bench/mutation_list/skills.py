@@ -406,4 +406,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a draft with a planted scripts/ folder is approved with its scripts",
         AGENT_SKILLS,
     ),
+    Mutation(
+        "plugin-reload-drops-a-namesake",
+        f"{AF}/plugin_import.py",
+        'if name == module_name or name.startswith(module_name + "."):',
+        "if name.startswith(module_name):",
+        "a plugin's new import also drops the modules of another plugin whose name begins alike (web, web_search)",
+        ("test_plugin_import.py",),
+    ),
 )
