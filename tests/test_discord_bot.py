@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,17 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         assert "Traceback" not in log
 
 
+def _shown(discord: FakeDiscordAPI, dm: str, before: int, count: int) -> Callable[[], bool]:
+    """Whether the answer's message (the first in ``dm`` after ``before`` messages) was shown ``count`` times:
+    sent, then edited by the stream."""
+
+    def enough() -> bool:
+        mine = discord.posted(dm)[before:]
+        return bool(mine) and len(mine[0]["history"]) >= count
+
+    return enough
+
+
 def _connected(bot: BotProcess) -> bool:
     if bot.proc is not None and bot.proc.poll() is not None:
         raise AssertionError(f"the bot exited with {bot.proc.returncode}:\n{bot.run_log()[-3000:]}")
@@ -93,11 +105,9 @@ def test_a_dm_from_the_owner_gets_one_answer_grown_by_edits(running: Running) ->
     answer = "Paris is the capital of France, and its largest city by far."
     words = answer.split(" ")
     chunks = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
-
-    def shown(count: int) -> Callable[[], bool]:  # the answer's message sent, then edited: its texts so far
-        return lambda: bool(discord.posted(dm)) and len(discord.posted(dm)[0]["history"]) >= count
-
-    gate = held_until({5: shown(1), 10: shown(2)})  # before "of": the first words sent; before "city": an edit
+    before = len(discord.posted(dm))
+    # Held before "of" until the first words are sent, before "city" until an edit showed more.
+    gate = held_until({5: _shown(discord, dm, before, 1), 10: _shown(discord, dm, before, 2)})
     model.enqueue({"content": '{"reply": "' + answer + '"}', "stream_chunks": chunks, "chunk_gate": gate})
     discord.dm(OWNER, "What is the capital of France?")
     wait_until(lambda: discord.posted(dm) and not _pending(running.workspace), timeout=30, what="the answer")
@@ -205,18 +215,20 @@ def test_a_crash_mid_stream_leaves_one_message_with_the_whole_answer(running: Ru
     answer = "Lisbon is the capital of Portugal, on the Tagus river where it meets the Atlantic."
     words = answer.split(" ")
     slow = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
+    killed = threading.Event()
+    # Held before "is" until the first word is sent, then before "capital" until the bot is killed mid-stream.
+    gate = held_until({2: _shown(discord, dm, before, 1), 4: killed.is_set})
     model.enqueue(
-        {"content": '{"reply": "' + answer + '"}', "stream_chunks": slow, "chunk_delay": 0.5},
+        {"content": '{"reply": "' + answer + '"}', "stream_chunks": slow, "chunk_gate": gate},
         '{"reply": "' + answer + '"}',  # the restart's turn
     )
     discord.dm(OWNER, "What is the capital of Portugal?")
 
-    def growing() -> bool:  # sent and edited once: its id is in the ledger (recorded before the first edit)
-        mine = discord.posted(dm)[before:]
-        return bool(mine) and len(mine[0]["history"]) >= 2
-
+    # sent and edited once: its id is in the ledger (recorded before the first edit)
+    growing = _shown(discord, dm, before, 2)
     wait_until(growing, timeout=30, what="the answer to stream")
     bot.kill()
+    killed.set()
     [partial] = discord.posted(dm)[before:]
     assert partial["content"] != answer  # killed mid-stream
     bot.start()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -87,6 +88,17 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         assert "Traceback" not in log
 
 
+def _shown(slack: FakeSlackAPI, dm: str, before: int, count: int) -> Callable[[], bool]:
+    """Whether the answer's message (the first in ``dm`` after ``before`` messages) was shown ``count`` times:
+    posted, then updated by the stream."""
+
+    def enough() -> bool:
+        mine = slack.posted(dm)[before:]
+        return bool(mine) and len(mine[0]["history"]) >= count
+
+    return enough
+
+
 def _serving(bot: BotProcess) -> str:
     if bot.proc is not None and bot.proc.poll() is not None:
         raise AssertionError(f"the bot exited with {bot.proc.returncode}:\n{bot.run_log()[-3000:]}")
@@ -148,11 +160,9 @@ def test_a_dm_gets_one_streamed_answer(running: Running) -> None:
     answer = "Paris is the capital of France, and its largest city by far."
     words = answer.split(" ")
     chunks = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
-
-    def shown(count: int) -> Callable[[], bool]:  # the answer's message posted, then updated: its texts so far
-        return lambda: bool(slack.posted(dm)) and len(slack.posted(dm)[0]["history"]) >= count
-
-    gate = held_until({5: shown(1), 10: shown(2)})  # before "of": the first words posted; before "city": an update
+    before = len(slack.posted(dm))
+    # Held before "of" until the first words are posted, before "city" until an update showed more.
+    gate = held_until({5: _shown(slack, dm, before, 1), 10: _shown(slack, dm, before, 2)})
     model.enqueue({"content": '{"reply": "' + answer + '"}', "stream_chunks": chunks, "chunk_gate": gate})
     payload = slack.dm(OWNER, "What is the capital of France?")
     assert slack.deliver(payload).status_code == 200
@@ -245,18 +255,20 @@ def test_a_crash_mid_stream_leaves_one_message_with_the_whole_answer(running: Ru
     answer = "Madrid is the capital of Spain, on the Manzanares river in the middle of the country."
     words = answer.split(" ")
     slow = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
+    killed = threading.Event()
+    # Held before "is" until the first word is posted, then before "capital" until the bot is killed mid-stream.
+    gate = held_until({2: _shown(slack, dm, before, 1), 4: killed.is_set})
     model.enqueue(
-        {"content": '{"reply": "' + answer + '"}', "stream_chunks": slow, "chunk_delay": 0.5},
+        {"content": '{"reply": "' + answer + '"}', "stream_chunks": slow, "chunk_gate": gate},
         '{"reply": "' + answer + '"}',  # the restart's turn
     )
     assert slack.deliver(slack.dm(OWNER, "What is the capital of Spain?")).status_code == 200
 
-    def growing() -> bool:  # posted and updated once: the post's ts is in the ledger (recorded before the edit)
-        mine = slack.posted(dm)[before:]
-        return bool(mine) and len(mine[0]["history"]) >= 2
-
+    # posted and updated once: the post's ts is in the ledger (recorded before the edit)
+    growing = _shown(slack, dm, before, 2)
     wait_until(growing, timeout=30, what="the answer to stream")
     bot.kill()
+    killed.set()
     [partial] = slack.posted(dm)[before:]
     assert partial["text"] != answer  # killed mid-stream
     bot.start()
