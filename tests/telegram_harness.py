@@ -183,6 +183,16 @@ def fake():
 
 
 @pytest.fixture
+def short_send_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A send that failed on the network is tried again after 10 ms, 20 ms, 40 ms instead of 0.25 s, 0.5 s, 1 s
+    (channels/telegram/send.py), for tests that fail every try of a send on purpose; the default's doubling is
+    test_reliability_faults.py's test_telegram_5xx_while_sending_is_retried."""
+    from messaging_llm_bot.channels.telegram import send
+
+    monkeypatch.setattr(send, "BACKOFF_BASE_SECONDS", 0.01)
+
+
+@pytest.fixture
 def start_bot(fake, bot_config, workspace, tmp_path):
     """Factory: ``start_bot(**telegram_overrides)`` runs a bot; all are stopped after the test."""
     running: list[RunningBot] = []

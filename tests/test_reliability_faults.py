@@ -107,12 +107,14 @@ def test_telegram_5xx_while_sending_is_retried(fake, start_bot, chat_server):
     chat_server.enqueue('{"reply": "arrived anyway"}')
     fake.send_message("hi", user_id=OWNER)
     assert fake.wait_for_messages(OWNER, 1)[0]["text"] == "arrived anyway"
-    statuses = [c["status"] for c in fake.calls("sendMessage")]
-    assert statuses == [502, 502, 200]
+    calls = fake.calls("sendMessage")
+    assert [c["status"] for c in calls] == [502, 502, 200]
+    # Tried again after 0.25 s, then 0.5 s (the default's doubling: send.BACKOFF_BASE_SECONDS).
+    assert calls[1]["at"] - calls[0]["at"] >= 0.25 and calls[2]["at"] - calls[1]["at"] >= 0.5
 
 
 def test_undeliverable_reply_is_logged_with_its_message_and_kept_for_the_next_start(
-    fake, start_bot, chat_server, workspace, caplog
+    fake, start_bot, chat_server, workspace, caplog, short_send_backoff
 ):
     bot = start_bot(progress=False)
     fake.fail_next("sendMessage", status=502, times=4)  # every retry of the send fails

@@ -66,7 +66,9 @@ def test_a_reminder_telegram_refuses_for_good_is_marked_failed_and_not_sent_agai
     assert "team standup" in digest and reason.lower() in digest.lower()
 
 
-def test_a_reminder_that_meets_temporary_errors_is_retried_until_it_arrives(fake, start_bot, workspace, caplog):
+def test_a_reminder_that_meets_temporary_errors_is_retried_until_it_arrives(
+    fake, start_bot, workspace, caplog, short_send_backoff
+):
     import logging
 
     caplog.set_level(logging.INFO)
