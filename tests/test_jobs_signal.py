@@ -63,3 +63,15 @@ def test_past_the_days_budget_prompt_jobs_are_skipped_and_the_owner_is_told_once
     assert sent["recipient"] == [OWNER] and "did not run" in sent["message"]
     assert "config set jobs.max_model_runs_per_day 2" in sent["message"]
     assert chat_server.chat_requests == []  # past the budget nothing goes to the model
+
+
+def test_a_run_signal_refuses_for_good_is_recorded_failed_with_the_reason(start, daemon, chat_server, workspace):
+    """The owner's number is no longer a Signal user: the run's reply cannot arrive, so the run is a failure
+    naming Signal's answer (it counts toward the pause), as on Telegram, not a run recorded delivered."""
+    daemon.unregistered.add(OWNER)
+    workspace.write_json(JOBS_FILE, due_now(message="Stretch", chat_id=f"sig:{OWNER}"))
+    start(patch=fast_jobs)
+    wait_for(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 1, what="the run's line")
+    [line] = workspace.read_jsonl(RUNS_FILE)
+    assert line["outcome"] == "failed" and line["error"].startswith("signal refused it: ")
+    wait_for(lambda: not list(workspace.root.glob("state/inbox/pending/*/*.json")), what="the item completed")

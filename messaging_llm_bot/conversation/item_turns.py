@@ -24,6 +24,7 @@ from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.job_answer import Deliver, Tell, answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns
 
 log = logging.getLogger(__name__)
@@ -171,8 +172,9 @@ class ItemTurns(ChannelTurns):
 
     async def deliver_until(self, item: InboxItem, to: object, attempt: Attempt) -> bool:
         """The one delivery loop of chat turns, job runs and notices: ``attempt`` until the reply is out (True),
-        given up after the platform refused it (True: sending again cannot help), or held (False); while it
-        cannot be sent it is tried again with backoff, said once in the log. False when stopping first: the
+        given up after the platform refused it (True: sending again cannot help; a job run's refusal is raised
+        as ``DeliveryRefused``, so the run is recorded failed with the platform's reason), or held (False); while
+        it cannot be sent it is tried again with backoff, said once in the log. False when stopping first: the
         item stays in the inbox, its reply recorded, sent at the next start."""
         delay = self.RETRY_FIRST_SECONDS
         told = False
@@ -181,6 +183,8 @@ class ItemTurns(ChannelTurns):
                 return await attempt()
             except DeliveryError as err:
                 log.error("%s: the reply of %s to %s was refused: %s; giving up", self.channel, item.item_id, to, err)
+                if is_job_item(item):
+                    raise DeliveryRefused(f"{self.channel} refused it: {err}") from None
                 return True
             except SendLater as err:
                 if not (told or err.logged):
