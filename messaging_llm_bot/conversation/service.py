@@ -304,8 +304,8 @@ class ChannelService:
             if not self.shutdown.stopping:  # a second call would count as a second Ctrl-C: turns cancelled
                 self.begin_shutdown()
             await self.stop_taking()
+            if self.jobs is not None:  # no run handed to this channel once its pool is freed (below)
+                await asyncio.to_thread(job_router(self.runtime).detach, self.NAME)
             await self.shutdown.finish()  # the turns running get until the deadline; their pool is freed
             await self.tasks.cancel_waiting()  # turns still waiting for their chat: their items stay pending
-            if self.jobs is not None:
-                await asyncio.to_thread(job_router(self.runtime).detach, self.NAME)
             await self.close()
