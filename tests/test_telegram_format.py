@@ -10,6 +10,7 @@ import pytest
 import telegram
 from telegramify_markdown import convert
 
+from messaging_llm_bot.channels.telegram import send as send_module
 from messaging_llm_bot.channels.telegram.format import plain_parts, render_markdown
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
@@ -20,6 +21,9 @@ from messaging_llm_bot.channels.telegram.send import (
 from messaging_llm_bot.conversation.markup import EMPTY_PLACEHOLDER, MessagePart, utf16_len
 from messaging_llm_bot.conversation.outgoing import Address, PartSent, TextOut
 from tests.fakes.bot_api import FakeBotAPI
+
+#: A flood wait the fake asks for: Telegram's are whole seconds, and the code waits out whatever it is told.
+FLOOD_WAIT = 0.05
 
 WORDS = ["alpha", "beta", "gamma", "delta", "Grüße", "naïve", "😀smile", "日本語", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "end."]
 
@@ -232,13 +236,17 @@ def test_plain_fallback_when_entities_are_rejected(fake: FakeBotAPI) -> None:
 
 
 def test_retry_after_is_waited_out_then_delivered(fake: FakeBotAPI) -> None:
-    fake.fail_next("sendMessage", status=429, retry_after=1)
+    fake.fail_next("sendMessage", status=429, retry_after=FLOOD_WAIT)  # Telegram says whole seconds: a short one
     ids = run_with_bot(fake, lambda bot: send_markdown(bot, 5, "hello"))
-    assert [c["status"] for c in fake.calls("sendMessage")] == [429, 200]
+    calls = fake.calls("sendMessage")
+    assert [c["status"] for c in calls] == [429, 200]
+    assert calls[1]["at"] - calls[0]["at"] >= FLOOD_WAIT  # the wait it was told, not a retry at once
     assert [m["text"] for m in fake.messages(5)] == ["hello"] and len(ids) == 1
 
 
-def test_network_errors_are_retried_then_reported(fake: FakeBotAPI) -> None:
+def test_network_errors_are_retried_then_reported(fake: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first wait small (the product's is 0.25 s): the same tries, the same doubling, a tenth of the waiting.
+    monkeypatch.setattr(send_module, "BACKOFF_BASE_SECONDS", 0.02)
     fake.fail_next("sendMessage", status=502, times=2)
     run_with_bot(fake, lambda bot: send_markdown(bot, 5, "survives"))
     assert [m["text"] for m in fake.messages(5)] == ["survives"]
@@ -248,6 +256,10 @@ def test_network_errors_are_retried_then_reported(fake: FakeBotAPI) -> None:
     with pytest.raises(TelegramDeliveryError, match="chat 6") as info:
         run_with_bot(fake, lambda bot: send_markdown(bot, 6, markdown))
     assert info.value.chat_id == 6 and info.value.part_index == 0
+    tries = [c for c in fake.calls("sendMessage") if c["params"].get("chat_id") in (6, "6")]
+    assert len(tries) == send_module.NETWORK_TRIES
+    gaps = [later["at"] - earlier["at"] for earlier, later in zip(tries, tries[1:], strict=False)]
+    assert all(gap >= wait for gap, wait in zip(gaps, (0.02, 0.04, 0.08), strict=True)), gaps  # each twice the last
     assert "chat 6" in str(info.value) and "index 0" in str(info.value)
 
 
@@ -283,10 +295,10 @@ def test_edit_text_safely(fake: FakeBotAPI) -> None:
         msg = await bot.send_message(chat_id=3, text="thinking")
         results = [await edit_text_safely(bot, 3, msg.message_id, "step 1")]
         results.append(await edit_text_safely(bot, 3, msg.message_id, "step 1"))  # not modified
-        fake.fail_next("editMessageText", status=429, retry_after=1)
+        fake.fail_next("editMessageText", status=429, retry_after=FLOOD_WAIT)
         results.append(await edit_text_safely(bot, 3, msg.message_id, "step 2"))
         results.append(await edit_text_safely(bot, 3, 999, "nowhere"))  # message to edit not found
-        fake.fail_next("editMessageText", status=429, retry_after=1, times=2)
+        fake.fail_next("editMessageText", status=429, retry_after=FLOOD_WAIT, times=2)
         results.append(await edit_text_safely(bot, 3, msg.message_id, "step 3"))  # flood twice: give up
         results.append(await edit_text_safely(bot, 3, msg.message_id, "😀" * 5000))  # too long: shortened
         return results

@@ -9,8 +9,20 @@ CALL = '{"skill": "add", "args": {"a": 2, "b": 3}}'
 
 def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot, chat_server):
     start_bot(stream=False)
-    chat_server.enqueue({"content": CALL, "delay": 1.2})  # slow enough for the typing + status to show
-    chat_server.enqueue({"content": '{"reply": "2 + 3 = 5"}', "delay": 1.2})
+    # A slow model: each answer comes only once the chat shows what it shows by then (typing while the model
+    # thinks, then the skill's status line), waited for instead of a fixed delay.
+    typing = lambda: fake.calls("sendChatAction")  # noqa: E731
+    status = lambda: any(c["params"]["text"].startswith("🔎 add") for c in fake.calls("sendMessage"))  # noqa: E731
+    answers = [(typing, CALL), (status, '{"reply": "2 + 3 = 5"}')]
+
+    def slow_model(request: dict) -> str | None:
+        if not answers:
+            return None
+        shown, content = answers.pop(0)
+        fake.wait_for(shown, timeout=30)
+        return content
+
+    chat_server.set_handler(slow_model)
     fake.send_message("add 2 and 3")
     fake.wait_for(lambda: "2 + 3 = 5" in texts(fake))
     sent = [c["params"]["text"] for c in fake.calls("sendMessage")]
@@ -23,13 +35,27 @@ def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot,
 
 def test_streamed_answer_arrives_by_edits_and_never_shows_a_call(fake, start_bot, chat_server):
     # Edits every 0.1 s against the fake (telegram.edit_interval_seconds; the default 1 s is Telegram's limit, held
-    # by test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grows): 15 pieces over 1.5 s
-    # show the growing answer several times.
+    # by test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grows): the stream is held after
+    # words 4, 9 and 13 until the chat shows them, so the growing answer is shown several times, then ends.
     start_bot(stream=True, edit_interval_seconds=0.1)
     chat_server.enqueue({"content": CALL, "chunk_delay": 0.05})
     words = [f"word{i} " for i in range(14)]
+
+    def shown_so_far(index: int) -> None:  # before piece ``index``: the pieces before it are on screen
+        if index == 5:  # the live message's first text (its send, or an edit of it)
+            fake.wait_for(lambda: any("word4" in t for t in all_bot_texts(fake)), timeout=30)
+        elif index in (10, 14):
+            last = f"word{index - 1}"
+            fake.wait_for(
+                lambda: any(last in c["params"].get("text", "") for c in fake.calls("editMessageText")), timeout=30
+            )
+
     chat_server.enqueue(
-        {"content": "".join(words).strip() + " **done**", "stream_chunks": words + ["**done**"], "chunk_delay": 0.1}
+        {
+            "content": "".join(words).strip() + " **done**",
+            "stream_chunks": words + ["**done**"],
+            "chunk_gate": shown_so_far,
+        }
     )
     fake.send_message("stream please")
     fake.wait_for(lambda: any(t.endswith("done") for t in texts(fake)))
@@ -143,16 +169,18 @@ def test_a_turn_done_within_the_grace_needs_no_live_message():
     assert calls == [] and message_id is None
 
 
-def test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grows():
+def test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grows(monkeypatch):
     """The platform's rate limit: a new piece every 10 ms, yet the live message is sent, then edited at most once
     per ``edit_interval`` (each call's start recorded; the interval is counted from the end of the call before)."""
     import asyncio
     import time
 
     from messaging_llm_bot.channels.telegram.progress import TelegramLive
+    from messaging_llm_bot.conversation import progress as progress_mod
     from messaging_llm_bot.conversation.progress import Progress
 
-    interval = 0.25
+    monkeypatch.setattr(progress_mod, "FIRST_MESSAGE_GRACE_SECONDS", 0.0)  # the live message at the first piece
+    interval = 0.1
     starts: list[float] = []
 
     class Timed(_RecordingBot):
@@ -169,7 +197,7 @@ def test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grow
         p = Progress(TelegramLive(bot, 1), stream=True, edit_interval=interval)
         await p.start()
         text = ""
-        for i in range(120):  # 1.2 s at least of pieces 10 ms apart
+        for i in range(50):  # 0.5 s at least of pieces 10 ms apart, ten an interval
             text += f"w{i} "
             ev = type("Ev", (), {})()
             ev.kind, ev.data = "delta", {"text": text}

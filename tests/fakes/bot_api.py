@@ -409,7 +409,7 @@ class FakeBotAPI:
         method: str,
         status: int = 429,
         description: str | None = None,
-        retry_after: int | None = 1,
+        retry_after: float | None = 1,
         times: int = 1,
     ) -> None:
         """Make the next ``times`` calls of ``method`` fail with ``status``.
