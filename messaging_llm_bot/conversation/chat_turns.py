@@ -199,7 +199,8 @@ class ChatTurns(ItemTurns):
             return  # stopping, or held: it and the messages it answers stay in the inbox
         if produced and self.VOICE_REPLIES:
             await self._speak(item, msg, reply)
-        await self.finish(item, [*merged, *msg.also], later)
+        # The reply is out, its parts in the ledger: the chat's next message need not wait for the files to go.
+        await self.finish(item, [*merged, *msg.also], later, beside_next=True)
 
     @staticmethod
     def _stopper(shows: Shows | None) -> Callable[[], Awaitable[None]] | None:

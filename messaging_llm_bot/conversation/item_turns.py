@@ -136,13 +136,32 @@ class ItemTurns(ChannelTurns):
             log.warning("%s: could not record the reply of %s: %s", self.channel, item.item_id, err)
         return reply, merged, later
 
-    async def finish(self, item: InboxItem, merged: list[str], later: list[InboxItem]) -> None:
+    async def finish(
+        self, item: InboxItem, merged: list[str], later: list[InboxItem], *, beside_next: bool = False
+    ) -> None:
         """After the reply was delivered: complete the item and those it answers, then answer the messages
-        offered too late, each in its own turn, in order."""
-        for one in [*merged, item.item_id]:
-            await asyncio.to_thread(self.inbox.complete, one)
+        offered too late, each in its own turn, in order. ``beside_next`` (every part of the reply is in the
+        ledger): the completion runs beside the chat's next turn instead of before it; a crash before it
+        ends leaves a reply whose parts are all out, which the next start completes sending nothing."""
+        ids = [*merged, item.item_id]
+        if beside_next:
+            # A running turn from now on (the shutdown waits for it), which keeps a reference too.
+            self._active.track(asyncio.get_running_loop().create_task(self._complete_beside(ids)))
+        else:
+            await self._complete(ids)
         for other in later:
             await self.answer_message(other)
+
+    async def _complete(self, ids: list[str]) -> None:
+        for one in ids:
+            await asyncio.to_thread(self.inbox.complete, one)
+
+    async def _complete_beside(self, ids: list[str]) -> None:
+        """``_complete`` as a task of its own."""
+        try:
+            await self._complete(ids)
+        except OSError as err:  # left for the next start, which sends nothing again
+            log.warning("%s: could not complete %s in the inbox: %s", self.channel, ids[-1], err)
 
     async def queue_notice(self, tasks: ChatTasks, chat: str, text: str) -> bool:
         """A notice the bot sends on its own (a collector's, the digest) through the inbox and the ledger like a

@@ -32,13 +32,22 @@ class RunningTurns:
         finally:
             self._tasks.discard(task)
 
+    def track(self, task: asyncio.Task[Any]) -> None:
+        """Count ``task`` as a running turn until it ends (work a turn left to finish beside the next one)."""
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def wait_idle(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
+        """Wait up to ``timeout`` seconds for running turns, and for what they leave running; True when none
+        is left."""
         me = asyncio.current_task()
-        pending = {t for t in self._tasks if t is not me}
-        if pending and timeout > 0:
-            await asyncio.wait(pending, timeout=timeout)
-        return not any(not t.done() for t in self._tasks if t is not me)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            pending = {t for t in self._tasks if t is not me and not t.done()}
+            left = deadline - asyncio.get_running_loop().time()
+            if not pending or left <= 0:
+                return not pending
+            await asyncio.wait(pending, timeout=left)
 
     def cancel_all(self) -> int:
         """Cancel the running turns (their inbox items stay pending); returns how many."""
