@@ -14,14 +14,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         KIT_CONSOLE_WEBCHAT,
     ),
     Mutation(
-        "console-served-ask-refused",
-        f"{BOT}/channels/console/service.py",
-        "                ask_owner=self.turns.approver,",
-        "                ask_owner=None,",
-        "with the terminal chat the home channel, a served client's ask call is refused instead of asked at the prompt",
-        ("test_console_approve.py",),
-    ),
-    Mutation(
         "console-reminder-poll-like-the-others",
         f"{BOT}/channels/console/service.py",
         "REMINDER_POLL_SECONDS = 5.0",

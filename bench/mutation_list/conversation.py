@@ -382,4 +382,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "owner cannot let them in by one",
         PAIRING,
     ),
+    Mutation(
+        "console-served-ask-refused",
+        f"{BOT}/conversation/owner_chat.py",
+        "            ask_owner=self.approver,",
+        "            ask_owner=None,",
+        "with the terminal chat (or the web chat) the home channel, a served client's ask call is refused instead of "
+        "asked in the chat (at the terminal's prompt)",
+        ("test_console_approve.py",),
+    ),
 )

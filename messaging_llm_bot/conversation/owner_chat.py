@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.item_turns import ItemTurns
+from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import TurnInput, TurnRequest
 
@@ -88,6 +91,31 @@ class OwnerChatTurns(ItemTurns):
 
     async def answer_job(self, item: InboxItem) -> None:
         await self.run_job(item, OWNER, functools.partial(self.deliver, item), functools.partial(self.tell, item))
+
+    def channel_jobs(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        start: Callable[[InboxItem], None],
+        show: Callable[[str], Awaitable[bool]],
+        reminder_poll_seconds: float = POLL_SECONDS,
+    ) -> ChannelJobs:
+        """What the chat gives the process's one scheduler (conversation/job_router.py): every job of the channel
+        runs in its one conversation (``start`` answers a run's item on ``loop``), a due reminder is shown there
+        (``show``: False when it could not be, then it stays due), a served client's ``ask`` is confirmed in the
+        chat (``approver``; None: refused)."""
+
+        async def remind(chat_id: object, text: str, conversation: object) -> bool:
+            return await show(text)
+
+        return ChannelJobs(
+            loop,
+            self.inbox,
+            owner_conversation=lambda job: self.conversation,
+            start=start,
+            send_reminder=remind,
+            reminder_poll_seconds=reminder_poll_seconds,
+            ask_owner=self.approver,
+        )
 
     # -- what the channel gives -------------------------------------------------------------------------------
 

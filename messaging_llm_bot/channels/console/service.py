@@ -31,7 +31,6 @@ from messaging_llm_bot.conversation.commands import run_command, unknown_command
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, left_by_last_run
 from messaging_llm_bot.conversation.item_turns import is_notice_item
-from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.owner_chat import OWNER, OwnerChatTurns
@@ -193,17 +192,7 @@ class ConsoleService(ChannelService):
             return  # scripted: no jobs, notices or questions
         for item in [*jobs, *(one for one in messages if is_notice_item(one))]:  # printed between the lines
             self.start_job(item)
-        await self.join_jobs(
-            ChannelJobs(
-                loop,
-                self.inbox,
-                owner_conversation=lambda job: CHAT,
-                start=self.start_job,
-                send_reminder=lambda chat, text, conversation: self.show(terminal_text(text)),
-                reminder_poll_seconds=self.reminder_poll_seconds,
-                ask_owner=self.turns.approver,
-            )
-        )
+        await self.join_jobs(self.turns.channel_jobs(loop, self.start_job, self.tell, self.reminder_poll_seconds))
         self.runtime.start_background(notify=self.notify_from_thread)
 
     def start_job(self, item: InboxItem) -> None:
@@ -219,8 +208,9 @@ class ConsoleService(ChannelService):
         """Print ``text`` between the user's lines; False when the chat ended first."""
         return self.term.screen is not None and await asyncio.to_thread(self.term.screen.show, text)
 
-    async def tell(self, text: str) -> None:
-        await self.show(terminal_text(text))
+    async def tell(self, text: str) -> bool:
+        """A reminder's or the bot's Markdown printed between the user's lines; False when the chat ended first."""
+        return await self.show(terminal_text(text))
 
     async def stop_taking(self) -> None:
         if self.term.screen is not None:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.inbox.item import InboxPayload
-from assistant_framework.jobs import Job
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.channels.webchat.format import CAPABILITIES, CONVERSATION, split
 from messaging_llm_bot.channels.webchat.hub import Hub
@@ -33,10 +32,10 @@ from messaging_llm_bot.conversation.approvals import (
     question_text,
 )
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
-from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.commands import NOTHING_TO_STOP_TEXT, STOPPING_TEXT, run_command
 from messaging_llm_bot.conversation.images import files_input
-from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
+from messaging_llm_bot.conversation.intake import left_by_last_run
+from messaging_llm_bot.conversation.job_router import job_router
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.owner_chat import OWNER, OwnerChatTurns, joinable
@@ -136,18 +135,11 @@ class WebChatService:
         self._inbox = inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
         self.turns = WebChatTurns(self, inbox)
         self.turns.approver = self.questions.approver(self._ask, loop, "the web chat")
-        pending = inbox.pending(CONVERSATION.split(":")[0] + ":")
-        answered = answered_by_recorded(pending)  # joined a turn whose reply was recorded: completed with it
-        for item in [one for one in pending if one.item_id not in answered]:
+        runs, messages = left_by_last_run(inbox, CONVERSATION.split(":")[0] + ":", NAME)
+        for item in [*runs, *messages]:  # what the last run left: its job runs, then its messages oldest first
             (self._start_job if is_job_item(item) else self._spawn)(item)
-        jobs = ChannelJobs(
-            loop,
-            inbox,
-            owner_conversation=self._job_conversation,
-            start=self._start_job,
-            send_reminder=self._reminder,
-            ask_owner=self.turns.approver,
-        )
+        # A due reminder is said in the chat as a notice is.
+        jobs = self.turns.channel_jobs(loop, self._start_job, self._notice)
         await asyncio.to_thread(job_router(self.runtime).attach, NAME, jobs)
         # Collectors' notices and spending caps reach the owner here too (started once per process, whichever
         # channel comes first: the web chat may be the only one).
@@ -262,9 +254,6 @@ class WebChatService:
 
     # -- jobs and reminders -----------------------------------------------------------
 
-    def _job_conversation(self, job: Job) -> str | None:
-        return CONVERSATION
-
     def _start_job(self, item: InboxItem) -> None:
         async def run() -> None:
             with self._active.tracking():
@@ -273,10 +262,6 @@ class WebChatService:
         asyncio.get_running_loop().create_task(run())
 
     async def _notice(self, text: str) -> bool:
-        await self.say(text)
-        return True
-
-    async def _reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         await self.say(text)
         return True
 
