@@ -22,8 +22,9 @@ log = logging.getLogger(__name__)
 _STOP = object()
 
 
-class Foreground:
-    """How many things a user waits for are in progress in this process (turns, replies being sent)."""
+class InProgress:
+    """A count of work in progress that other work waits to be over: ``FOREGROUND``, what a user waits
+    for (turns, replies being sent); the memory index's searches."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -32,7 +33,7 @@ class Foreground:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
-        """The block is work a user waits for; nests and may be entered from any thread or task."""
+        """The block is work in progress; nests and may be entered from any thread or task."""
         with self._changed:
             self._active += 1
         try:
@@ -45,12 +46,12 @@ class Foreground:
 
     @property
     def busy(self) -> bool:
-        """True while a turn or a reply is in progress."""
+        """True while some is in progress."""
         return self._active > 0
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until nothing a user waits for is in progress (or someone drains a queue), at most
-        ``timeout`` seconds; False when it still is."""
+        """Wait until nothing is in progress (or someone drains a queue: ``hurried``), at most ``timeout``
+        seconds; False when some still is."""
         with self._changed:
             return self._changed.wait_for(lambda: not self._active or self._hurry > 0, timeout)
 
@@ -67,8 +68,8 @@ class Foreground:
                 self._hurry -= 1
 
 
-#: The process's one count of work a user waits for (``Foreground.active``).
-FOREGROUND = Foreground()
+#: The process's one count of work a user waits for (``InProgress.active``).
+FOREGROUND = InProgress()
 
 
 class BackgroundWorker:

@@ -7,13 +7,13 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from assistant_framework.json_types import JsonObject
 
-from ..background import BackgroundWorker
+from ..background import BackgroundWorker, InProgress
 from ..config.settings import MemorySettings, Settings
 from ..config.settings.fields import read_record
 from ..workspace import Workspace
@@ -85,8 +85,7 @@ class MemoryService:
         self._pending_lock = threading.Lock()
         # Searches in progress: the worker's indexing waits for them (a user waits on a search,
         # nobody on the index being a moment behind).
-        self._searching = 0
-        self._searches_done = threading.Condition()
+        self._searches = InProgress()
         self.worker = self._new_worker() if start_worker else None
         # Fact extraction waits until the chat is idle and batches the turns since the last one,
         # so a one-slot local server keeps the chat's prompt cached (see batching.py).
@@ -181,21 +180,11 @@ class MemoryService:
         """The worker's ``index_pending``, started once no search is running (at most 1 s later):
         a turn's user line is logged just before its recall, and indexing it meanwhile took the
         CPU and the reader connections' page caches from that recall."""
-        with self._searches_done:
-            self._searches_done.wait_for(lambda: self._searching == 0, timeout=1.0)
+        self._searches.wait_idle(1.0)
         return self.index_pending()
 
-    @contextlib.contextmanager
-    def _searching_now(self) -> Iterator[None]:
-        with self._searches_done:
-            self._searching += 1
-        try:
-            yield
-        finally:
-            with self._searches_done:
-                self._searching -= 1
-                if not self._searching:
-                    self._searches_done.notify_all()
+    def _searching_now(self) -> contextlib.AbstractContextManager[None]:
+        return self._searches.active()
 
     def index_pending(self) -> int:
         """Index the log files appended since the last pass; returns how many files."""

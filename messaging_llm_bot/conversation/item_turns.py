@@ -78,7 +78,7 @@ class ItemTurns(ChannelTurns):
             if current is None:
                 return
             item = current  # with the reply and the parts recorded since it was read
-        # Foreground until the reply is out and the item completed: the trace, the index and the like wait.
+        # Foreground until the reply is out: the trace, the index and the like wait for it.
         with self._active.tracking(), FOREGROUND.active():
             if is_job_item(item):
                 await self.answer_job(item)
