@@ -112,23 +112,37 @@ def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
     bot_config, workspace, tmp_path: Path
 ) -> None:
     """The terminal reads the reminder store every few seconds (one person waits at the prompt), not at the other
-    channels' 30 s: one set meanwhile (the web page, the CLI) is printed well within 15 s."""
+    channels' 30 s: one set meanwhile (the web page, the CLI) is printed well within 15 s. The chat's own interval
+    is what its scheduler polls at; the delivery itself is shown at 0.2 s, not waited out at 5 s."""
     import io
 
+    from messaging_llm_bot.channels.console import service as console_service
     from messaging_llm_bot.channels.console.extras import Screen
+    from messaging_llm_bot.channels.telegram import bot as telegram_bot
+    from messaging_llm_bot.conversation.job_router import job_router
     from tests.waiting import wait_until
 
+    assert console_service.REMINDER_POLL_SECONDS <= 5 < telegram_bot.REMINDER_POLL_SECONDS
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, Screen(io.StringIO(), lambda: ""), poll=None)
+    try:  # the chat's own interval is the one its scheduler polls at
+        assert job_router(runtime).reminders.poll_seconds == console_service.REMINDER_POLL_SECONDS
+    finally:
+        jobs.stop(10)
+        runtime.shutdown(5)
     store = ReminderStore(workspace)
     store.add("console", "first", datetime.now(timezone.utc) - timedelta(minutes=1), "UTC")
     out = io.StringIO()
     screen = Screen(out, lambda: "")
     screen.before_prompt()  # at an empty prompt: printed at once
-    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen, poll=None)
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen, poll=0.2)
     try:
+        assert job_router(runtime).reminders.poll_seconds == 0.2
         # Due at the start: printed once the scheduler read the store; from now on only its polls see new ones.
         wait_until(lambda: _statuses(store)["first"] == "delivered", what="the reminder due at the start")
+        polls = job_router(runtime).reminders.polls
         store.add("console", "set meanwhile", datetime.now(timezone.utc), "UTC")
         wait_until(lambda: _statuses(store)["set meanwhile"] == "delivered", 15, "the reminder set meanwhile")
+        assert job_router(runtime).reminders.polls > polls  # found by a poll, not by a start's reading
     finally:
         jobs.stop(10)
         runtime.shutdown(5)

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
 
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
 from assistant_framework.stores.reminders import ReminderStore
@@ -28,19 +33,38 @@ def _job(job_id: str, message: str, chat_id: object) -> dict:
     return row if chat_id is None else {**row, "chat_id": chat_id}
 
 
-def _schedulers() -> list[JobScheduler]:
-    gc.collect()
-    return [o for o in gc.get_objects() if isinstance(o, JobScheduler) and not o.stopped]
+class Made:
+    """Every JobScheduler and ReminderScheduler made while it watches, weakly held (one freed drops out): what
+    the test's runtime made, without a scan of the whole heap after a full collection (each a few tenths of
+    a second in a worker process that ran many tests, and the wait for the scheduler's stop repeats it)."""
 
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.jobs: weakref.WeakSet[JobScheduler] = weakref.WeakSet()
+        self.reminders: weakref.WeakSet[ReminderScheduler] = weakref.WeakSet()
+        for cls, instances in ((JobScheduler, self.jobs), (ReminderScheduler, self.reminders)):
+            monkeypatch.setattr(cls, "__init__", self._recording(cls.__init__, instances))
 
-def _reminder_schedulers() -> list[ReminderScheduler]:
-    gc.collect()
-    return [o for o in gc.get_objects() if isinstance(o, ReminderScheduler)]
+    @staticmethod
+    def _recording(init: Callable[..., None], instances: weakref.WeakSet[Any]) -> Callable[..., None]:
+        def recorded(obj: Any, *args: Any, **kwargs: Any) -> None:
+            init(obj, *args, **kwargs)
+            instances.add(obj)
+
+        return recorded
+
+    def running_schedulers(self) -> list[JobScheduler]:
+        return [one for one in list(self.jobs) if not one.stopped]
+
+    def reminder_schedulers(self, *, collect: bool = False) -> list[ReminderScheduler]:
+        if collect:  # what only a cycle still holds is freed first
+            gc.collect()
+        return list(self.reminders)
 
 
 def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goes_to_its_channel(
-    fake, daemon, bot_config, workspace, tmp_path
+    fake, daemon, bot_config, workspace, tmp_path, monkeypatch
 ):
+    made = Made(monkeypatch)
     config = signal_config(telegram_config(bot_config, fake), daemon)
     config["jobs"] = {"poll_seconds": 0.1}
     workspace.write_json(
@@ -74,9 +98,9 @@ def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goe
 
         # One scheduler for both channels: the same object, the only one running, on one thread.
         assert telegram.service.jobs is not None and telegram.service.jobs is signal.service.jobs
-        assert _schedulers() == [telegram.service.jobs]
+        assert made.running_schedulers() == [telegram.service.jobs]
         # and one reminder scheduler, which sent each reminder through its own channel
-        assert _reminder_schedulers() == [job_router(runtime).reminders]
+        assert made.reminder_schedulers() == [job_router(runtime).reminders]
         assert [t.name for t in threading.enumerate()].count("jobs") == 1
 
         looks = telegram.service.jobs.looks
@@ -90,8 +114,8 @@ def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goe
     finally:
         signal.stop()
         telegram.stop()
-    wait_for(lambda: not _schedulers(), what="the scheduler to stop with the last channel")
-    assert _reminder_schedulers() == []
+    wait_for(lambda: not made.running_schedulers(), what="the scheduler to stop with the last channel")
+    assert made.reminder_schedulers(collect=True) == []
 
 
 def test_the_registry_routes_every_stored_chat_id_form() -> None:
@@ -142,7 +166,7 @@ def test_stopping_the_queue_starts_no_job_while_the_running_ones_finish():
         stopping = asyncio.create_task(queue.stop(finish_seconds=30))
         await asyncio.sleep(0)  # stop has begun: from here no job may start
         before = len(polls)
-        asyncio.get_running_loop().call_later(0.5, release.set)  # fixed code: nothing else lets it go
+        asyncio.get_running_loop().call_later(0.2, release.set)  # fixed code: nothing else lets it go
         await stopping
         return before, len(polls), bool(finished)
 
