@@ -8,7 +8,9 @@ last ``editMessageText`` of a streamed reply) is answered; both times are taken 
 on one clock. The floor is ``bench/e2e_floor.py``: a bare python-telegram-bot bot that forwards
 each message to the same model server and sends the answer.
 
-Each row prints the figure, the ideal (where one exists) and their ratio, and the target.
+Each row prints the figure, the ideal (where one exists) and their ratio, and the target. Below the table: the
+bot's own CPU time per sequential turn (user + system, from /proc), which a shared machine moves less than
+the wall times.
 
     python bench/e2e.py            # every row (about 2 minutes)
     python bench/e2e.py --quick    # fewer turns and chats, one run per burst, no settle time (smoke test)
@@ -211,9 +213,26 @@ class Setup:
         return out
 
 
-def sequential(setup: Setup, turns: int) -> list[float]:
-    """``turns`` turns one after another in chat 1."""
-    return [setup.ask(1) for _ in range(turns)]
+def sequential(
+    setup: Setup, turns: int, proc: subprocess.Popen | None = None, cpu: dict[str, float] | None = None, label: str = ""
+) -> list[float]:
+    """``turns`` turns one after another in chat 1; with ``proc`` and ``cpu``, ``cpu[label]`` is the bot's own
+    CPU time (user + system) per turn in seconds, where /proc tells it."""
+    before = cpu_seconds(proc) if proc is not None else None
+    times = [setup.ask(1) for _ in range(turns)]
+    after = cpu_seconds(proc) if proc is not None else None
+    if cpu is not None and before is not None and after is not None:
+        cpu[label] = (after - before) / turns
+    return times
+
+
+def cpu_seconds(proc: subprocess.Popen) -> float | None:
+    """The process's CPU time so far (user + system, its threads included), or None without /proc."""
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def burst_seconds(setup: Setup, chats: int, runs: int) -> list[float]:
@@ -252,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     setup = Setup(base, settle=0.0 if args.quick else 1.0)
     rows: list[list[str]] = []
     calls_per_reply: dict[str, str] = {}
+    cpu: dict[str, float] = {}  # the bot's own CPU per sequential turn (seconds), by mode
 
     def add(figure: str, value: str, ideal: str, ratio: str, target: str) -> None:
         rows.append([figure, value, ideal, ratio, target])
@@ -269,17 +289,17 @@ def main(argv: list[str] | None = None) -> int:
         bursts = []
     spans: dict[int, list[float]] = {}
     try:
-        with setup.bot("floor", stream=False, concurrency=8, floor=True):
-            floor = sequential(setup, turns)
-        with setup.bot("stream-off", stream=False, concurrency=8):
-            off = sequential(setup, turns)
+        with setup.bot("floor", stream=False, concurrency=8, floor=True) as proc:
+            floor = sequential(setup, turns, proc, cpu, "floor")
+        with setup.bot("stream-off", stream=False, concurrency=8) as proc:
+            off = sequential(setup, turns, proc, cpu, "streaming off")
         for name, stream, conc, extract in (("c8", True, 8, False), ("c32", True, 32, False), ("c1", True, 1, True)):
             if args.single and name != "c8":
                 continue
-            with setup.bot(name, stream=stream, concurrency=conc, extract_facts=extract):
+            with setup.bot(name, stream=stream, concurrency=conc, extract_facts=extract) as proc:
                 if name == "c8":
                     setup.api.reset_counts()
-                    on = sequential(setup, turns)
+                    on = sequential(setup, turns, proc, cpu, "streaming on")
                     calls_per_reply["stream on, 1 chat"] = _per_reply(dict(setup.api.counts), turns)
                     setup.suffix, setup.chunk_delay = " " + " ".join(f"w{i}" for i in range(8)), 0.12
                     slow = sequential(setup, max(1 if args.quick else 3, turns // 5))
@@ -350,6 +370,11 @@ def main(argv: list[str] | None = None) -> int:
         f"subprocess; {turns} sequential turns per mode after 2 warm-up turns; bursts: median of {runs}"
     )
     print(table(["figure", "value", "ideal", "ratio", "target"], rows))
+    if cpu:  # on a shared machine the CPU a turn costs moves less than its wall time
+        print(
+            "bot CPU per sequential turn (user + system): "
+            + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in cpu.items())
+        )
     print("Bot API calls per reply (besides getUpdates): " + "; ".join(f"{k}: {v}" for k, v in calls_per_reply.items()))
     return 0
 

@@ -148,6 +148,11 @@ def test_e2e_prints_every_row_with_ideal_and_ratio():
     assert sum(1 for n in names if " chats x " in n) == 4
     assert all(float(r[3]) > 0 for r in rows if " chats x " in r[0])
     assert "Bot API calls per reply" in out
+    cpu = re.search(
+        r"bot CPU per sequential turn \(user \+ system\): floor ([\d.]+) ms, streaming off ([\d.]+) ms", out
+    )
+    # The line is there; its figures are the started process's (here the tests' launcher, not the bot).
+    assert cpu and float(cpu.group(2)) >= 0
 
 
 def test_prompt_size_lists_sections_and_skills():
