@@ -326,8 +326,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "item-turns-joined-left-pending",
         f"{BOT}/conversation/item_turns.py",
-        "        for one in [*merged, item.item_id]:",
-        "        for one in [item.item_id]:",
+        "        ids = [*merged, item.item_id]",
+        "        ids = [item.item_id]",
         "on Signal, Matrix, WhatsApp, email and Slack a message that joined a turn stays in the inbox after the reply "
         "that answered it: answered again at the next start",
         CHANNEL_KIT,
