@@ -207,13 +207,17 @@ def slice16(text: str, start: int, end: int | None) -> str:
     return raw[2 * start : None if end is None else 2 * end].decode("utf-16-le", "surrogatepass")
 
 
-def render_parts(markdown: str, limit: int, size: CharSize = utf16_units) -> list[MessagePart]:
-    """Render Markdown to parts of at most ``limit`` units each; never returns an empty part."""
+def render_parts(
+    markdown: str, limit: int, size: CharSize = utf16_units, *, links_inline: bool = False
+) -> list[MessagePart]:
+    """Render Markdown to parts of at most ``limit`` units each; never returns an empty part. ``links_inline``: a
+    link's address written after its label (``inline_links``), for a platform without link entities."""
     check_limit(limit)
     converted = markdown_entities(markdown)
     if converted is None:
         return [MessagePart(p, []) for p in plain_parts(markdown, limit, size)]
-    return split_rendered(*converted, limit, size) or [MessagePart(EMPTY_PLACEHOLDER, [])]
+    text, entities = inline_links(*converted) if links_inline else converted
+    return split_rendered(text, entities, limit, size) or [MessagePart(EMPTY_PLACEHOLDER, [])]
 
 
 def plain_parts(text: str, limit: int, size: CharSize = utf16_units) -> list[str]:

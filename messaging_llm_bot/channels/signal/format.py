@@ -11,16 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from messaging_llm_bot.channels.contract import Capabilities
-from messaging_llm_bot.conversation.markup import (
-    EMPTY_PLACEHOLDER,
-    Entity,
-    check_limit,
-    inline_links,
-    markdown_entities,
-    plain_parts,
-    split_rendered,
-    utf8_bytes,
-)
+from messaging_llm_bot.conversation.markup import Entity, render_parts, utf8_bytes
 
 MAX_MESSAGE_BYTES = 2000  # signal-cli ServiceConfig.MAX_MESSAGE_SIZE_BYTES
 
@@ -68,10 +59,5 @@ def styles_of(entities: list[Entity]) -> list[str]:
 
 def render_signal(markdown: str, limit: int = MAX_MESSAGE_BYTES) -> list[SignalPart]:
     """Render Markdown to Signal parts of at most ``limit`` UTF-8 bytes; never returns an empty part."""
-    check_limit(limit)
-    converted = markdown_entities(markdown)
-    if converted is None:
-        return [SignalPart(p) for p in plain_parts(markdown, limit, utf8_bytes)]
-    text, entities = inline_links(*converted)
-    parts = [SignalPart(p.text, styles_of(p.entities)) for p in split_rendered(text, entities, limit, utf8_bytes)]
-    return parts or [SignalPart(EMPTY_PLACEHOLDER)]
+    parts = render_parts(markdown, limit, utf8_bytes, links_inline=True)
+    return [SignalPart(part.text, styles_of(part.entities)) for part in parts]
