@@ -74,6 +74,12 @@ class FileIn:
     caption: str = ""
 
 
+def shared_file(name: str, mime: str, size: int, fetch: Callable[[int], Awaitable[bytes]], caption: str) -> FileIn:
+    """A file shared with a message where the platform says only its type (Slack, Discord): a picture is a photo
+    (for a runner that sees it), anything else a file."""
+    return FileIn(name, "photo" if mime.startswith("image/") else "file", mime or None, size, fetch, caption)
+
+
 def files_saver(
     files: Sequence[FileIn],
     settings: Settings,

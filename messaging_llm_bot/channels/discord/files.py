@@ -17,7 +17,7 @@ from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable
 from messaging_llm_bot.channels.discord.format import MAX_FILE_BYTES
 from messaging_llm_bot.channels.discord.message import DiscordMessage
-from messaging_llm_bot.conversation.media_in import FileIn, files_saver, read_within
+from messaging_llm_bot.conversation.media_in import files_saver, read_within, shared_file
 from messaging_llm_bot.conversation.turn import SaveFiles
 
 #: Where Discord serves attachments (its CDN and media proxy).
@@ -55,15 +55,8 @@ def save_files(base_url: str, msg: DiscordMessage, settings: Settings) -> SaveFi
     """The turn's input for ``msg``'s attachments (conversation/media_in.py), or the one sentence that answers
     instead."""
     files = [
-        FileIn(
-            one.name,
-            "photo" if one.content_type.startswith("image/") else "file",
-            one.content_type or None,
-            one.size,
-            functools.partial(download, one.url, base_url),
-            msg.text,
-        )
-        for one in msg.files
+        shared_file(f.name, f.content_type, f.size, functools.partial(download, f.url, base_url), msg.text)
+        for f in msg.files
     ]
     errors = (DeliveryError, DiscordUnavailable)
     return files_saver(files, settings, limit=MAX_FILE_BYTES, source="Discord", errors=errors)

@@ -13,21 +13,12 @@ from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.slack.api import SlackClient, SlackUnavailable
 from messaging_llm_bot.channels.slack.format import MAX_FILE_BYTES
 from messaging_llm_bot.channels.slack.message import SlackMessage
-from messaging_llm_bot.conversation.media_in import FileIn, files_saver
+from messaging_llm_bot.conversation.media_in import files_saver, shared_file
 from messaging_llm_bot.conversation.turn import SaveFiles
 
 
 def save_files(client: SlackClient, msg: SlackMessage, settings: Settings) -> SaveFiles:
     """The turn's input for ``msg``'s files (conversation/media_in.py), or the one sentence that answers instead."""
-    files = [
-        FileIn(
-            one.name,
-            "photo" if one.mimetype.startswith("image/") else "file",
-            one.mimetype or None,
-            one.size,
-            functools.partial(client.download, one.url),
-            msg.text,
-        )
-        for one in msg.files
-    ]
+    fetch = client.download
+    files = [shared_file(f.name, f.mimetype, f.size, functools.partial(fetch, f.url), msg.text) for f in msg.files]
     return files_saver(files, settings, limit=MAX_FILE_BYTES, source="Slack", errors=(DeliveryError, SlackUnavailable))
