@@ -108,7 +108,7 @@ def test_a_call_ended_by_stop_counts_its_estimate_so_the_next_does_not_pass_the_
 def test_a_call_cut_by_its_timeout_counts_its_estimate_so_the_next_does_not_pass_the_cap(
     fake, start_bot, chat_server, hanging
 ):
-    bot = start_bot(config_patch=_capped_runner(chat_server, timeout=2), progress=False)
+    bot = start_bot(config_patch=_capped_runner(chat_server, timeout=1), progress=False)
     _first_turn_and_room(fake, bot, chat_server, 1.5)
     before, _ = _used(bot)
     _hang(chat_server, hanging)

@@ -57,7 +57,7 @@ def test_a_stop_mid_album_loses_no_photo_and_the_next_start_answers_the_album_on
 ):
     def slow_stop(config):
         with_vision(chat_server)(config)
-        config.setdefault("runtime", {})["shutdown_timeout_seconds"] = 1
+        config.setdefault("runtime", {})["shutdown_timeout_seconds"] = 0.2  # the model answers after 4 s: cut off
 
     bot = start_bot(config_patch=slow_stop)
     chat_server.enqueue({"content": '{"reply": "too late"}', "delay": 4})
