@@ -19,6 +19,7 @@ from assistant_framework.web import WebServer, standalone_parts
 from assistant_framework.web.auth import TOKEN_FILE, TokenError, is_loopback
 from assistant_framework.workspace import Workspace
 from tests import preload
+from tests.cli_inprocess import run_cli
 from tests.web_site import API_KEY, BOT_TOKEN, WEB_TOKEN, start_site
 
 REPO = Path(__file__).resolve().parent.parent
@@ -455,24 +456,10 @@ def test_cli_refuses_a_short_token_with_exit_2(tmp_path):
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "web.json").write_text('{"token": "short"}')
     Workspace(tmp_path / "ws")  # `web` never creates a workspace (a typo must not serve a new, empty one)
-    proc = preload.run(
-        [
-            sys.executable,
-            "-m",
-            "messaging_llm_bot.cli",
-            "web",
-            "--config",
-            str(tmp_path / "config"),
-            "--workspace",
-            str(tmp_path / "ws"),
-            "--port",
-            "0",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-    )
+    # main(argv) in this process: a config error's exit code and message (the real process's start and its
+    # signals are test_assistant_web_serves_until_interrupted's).
+    argv = ["web", "--config", str(tmp_path / "config"), "--workspace", str(tmp_path / "ws"), "--port", "0"]
+    proc = run_cli(*argv, cwd=REPO)
     assert proc.returncode == 2 and "web.token must be at least" in proc.stderr and "Traceback" not in proc.stderr
 
 

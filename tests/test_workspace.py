@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.workspace import LAYOUT, Workspace, WorkspacePathError
+from tests import preload
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -223,29 +224,17 @@ def test_writes_replace_the_file_and_never_touch_the_old_one(ws: Workspace, dura
     assert sorted(p.name for p in ws.path("state").iterdir()) == ["doc.json"]  # no temp file left behind
 
 
-WRITER = """
-import sys
-from assistant_framework.workspace import Workspace
-ws = Workspace(sys.argv[1], create=False)
-n = 0
-print("ready", flush=True)
-while True:
-    n += 1
-    # Each version is large and self-checking: a torn file would fail to parse or mismatch.
-    ws.write_json("state/big.json", {"n": n, "body": [n] * 20000})
-"""
-
-
 def test_sigkill_during_writes_never_leaves_a_torn_file(ws: Workspace) -> None:
     ws.write_json("state/big.json", {"n": 0, "body": [0] * 20000})
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     for round_no in range(8):
-        with subprocess.Popen([sys.executable, "-c", WRITER, str(ws.root)], stdout=subprocess.PIPE, env=env) as proc:
+        # A real process, SIGKILLed at a different point of its writes each round; forked by the worker's zygote.
+        writer = [sys.executable, "-m", "tests.torn_writer", str(ws.root)]
+        with preload.popen(writer, stdout=subprocess.PIPE, cwd=REPO) as proc:
             assert proc.stdout is not None
             assert proc.stdout.readline().strip() == b"ready"
-            time.sleep(0.05 + 0.03 * round_no)
+            time.sleep(0.02 + 0.01 * round_no)
             proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+            assert proc.wait(10) == -signal.SIGKILL
         data = ws.read_json("state/big.json")
         assert data["body"] == [data["n"]] * 20000
     # Temp files of killed writers are hidden from listings.
