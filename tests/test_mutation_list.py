@@ -21,6 +21,14 @@ def test_mutation_ids_are_unique():
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
 
 
+def test_each_mutation_names_its_tests_in_one_tuple_and_a_reason_only_as_text():
+    """A second tuple of test files passed after ``tests`` lands in ``equivalent``: the mutation then counts as
+    equivalent (expected to survive) and runs without those tests."""
+    wrong = [m.id for m in MUTATIONS if not isinstance(m.equivalent, str) or not isinstance(m.tests, tuple)]
+    wrong += [m.id for m in MUTATIONS if not all(isinstance(name, str) for name in m.tests)]
+    assert not wrong, wrong
+
+
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda m: m.id)
 def test_each_mutation_still_applies_to_one_line_and_names_existing_tests(mutation):
     text = (ROOT / mutation.path).read_text(encoding="utf-8")

@@ -304,8 +304,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if arrival.joinable and turns.busy.join(",
         "        if False and turns.busy.join(",
         "busy mode steer does nothing on Signal, Matrix and WhatsApp: a message sent meanwhile waits its turn",
-        CHANNEL_KIT,
-        DISCORD_BOT,
+        (*CHANNEL_KIT, *DISCORD_BOT),
     ),
     Mutation(
         "reply-question-any-answer-is-yes",
@@ -330,8 +329,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        ids = [item.item_id]",
         "on Signal, Matrix, WhatsApp, email and Slack a message that joined a turn stays in the inbox after the reply "
         "that answered it: answered again at the next start",
-        CHANNEL_KIT,
-        DISCORD_BOT,
+        (*CHANNEL_KIT, *DISCORD_BOT),
     ),
     Mutation(
         "item-turns-refused-retried-forever",
