@@ -22,6 +22,7 @@ import pytest
 import requests
 
 from assistant_framework.config.settings import WebSettings
+from assistant_framework.web import limits
 from assistant_framework.web.limits import ANONYMOUS_BODY_BYTES, FD_RESERVE, ServerLimits, connection_cap
 from assistant_framework.web.logbudget import LogBudget
 from tests.web_site import WEB_TOKEN, start_site
@@ -248,9 +249,11 @@ def test_the_cap_leaves_descriptors_to_the_bot():
     assert ServerLimits.from_config(WebSettings(), fd_limit=1 << 20).max_connections == 64
 
 
-def test_out_of_descriptors_the_server_pauses_says_so_once_and_recovers(site, caplog):
+def test_out_of_descriptors_the_server_pauses_says_so_once_and_recovers(site, caplog, monkeypatch):
     """The process has no descriptor left: accepting fails with EMFILE. The page must not spin on it
-    (thousands of tracebacks filled the log), and must serve again once descriptors are free."""
+    (thousands of tracebacks filled the log), and must serve again once descriptors are free. The pause is
+    0.1 s here (the product's 0.5 s, read at each pause): the tries after the report are that far apart."""
+    monkeypatch.setattr(limits, "ACCEPT_PAUSE_SECONDS", 0.1)
     clients = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(4)]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     fillers: list[int] = []
@@ -269,6 +272,7 @@ def test_out_of_descriptors_the_server_pauses_says_so_once_and_recovers(site, ca
                 client.connect(("127.0.0.1", site.server.port))
                 client.sendall(_request("GET", "/api/usage", BEARER))
             _wait(lambda: trouble._since >= 2)  # tried again twice after the first report, silently
+            assert time.monotonic() - trouble._last >= 2 * 0.1  # paused before each try: no spinning on it
             for fd in fillers:
                 os.close(fd)
             fillers.clear()
@@ -276,7 +280,7 @@ def test_out_of_descriptors_the_server_pauses_says_so_once_and_recovers(site, ca
             for client in clients:
                 assert client.recv(100).startswith(b"HTTP/1.1 200")
         reports = [r for r in caplog.records if "cannot accept connections" in r.getMessage()]
-        assert len(reports) == 1 and "EMFILE" in reports[0].getMessage()
+        assert len(reports) == 1 and "EMFILE" in reports[0].getMessage() and "pausing 0.1 s" in reports[0].getMessage()
         assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
     finally:
         for fd in fillers:
