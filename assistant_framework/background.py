@@ -77,7 +77,7 @@ class BackgroundWorker:
 
     The thread starts with the first job (or at once with ``on_idle``), so creating a worker
     at import time starts nothing. With ``yield_seconds`` each submitted job first waits for
-    ``FOREGROUND`` to be idle, at most that long.
+    ``FOREGROUND`` to be idle, at most until that long after it was submitted.
     """
 
     def __init__(
@@ -108,7 +108,7 @@ class BackgroundWorker:
     def submit(self, job: Callable[[], object], label: str) -> None:
         """Queue a job (what it returns is dropped); failures are logged with the label, never raised."""
         self._ensure_thread()
-        self._queue.put((job, label))
+        self._queue.put((job, label, time.monotonic()))
 
     def _run(self) -> None:
         while True:
@@ -120,9 +120,12 @@ class BackgroundWorker:
             try:
                 if item is _STOP:
                     return
-                job, label = item
-                if self.yield_seconds > 0:
-                    FOREGROUND.wait_idle(self.yield_seconds)
+                job, label, submitted = item
+                # At most yield_seconds after the job was submitted, not per job: a queue that waited once
+                # runs on while replies keep coming (a bot never idle falls no further behind than that).
+                wait = submitted + self.yield_seconds - time.monotonic()
+                if wait > 0:
+                    FOREGROUND.wait_idle(wait)
                 self._safe(job, label)
             finally:
                 self._queue.task_done()
