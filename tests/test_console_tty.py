@@ -108,6 +108,16 @@ def test_console_reminders_deliver_only_this_chats_due_reminders(bot_config, wor
     assert _statuses(store) == {"due": "delivered", "later": "pending", "telegram's": "pending"}
 
 
+def _reminders(runtime):
+    """The process's reminder scheduler, once made: the router makes it on its own thread after the first channel
+    joined, so it may not be there yet when the chat's start returns."""
+    from messaging_llm_bot.conversation.job_router import job_router
+    from tests.waiting import wait_until
+
+    wait_until(lambda: job_router(runtime).reminders is not None, what="the reminder scheduler")
+    return job_router(runtime).reminders
+
+
 def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
     bot_config, workspace, tmp_path: Path
 ) -> None:
@@ -125,7 +135,7 @@ def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
     assert console_service.REMINDER_POLL_SECONDS <= 5 < telegram_bot.REMINDER_POLL_SECONDS
     runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, Screen(io.StringIO(), lambda: ""), poll=None)
     try:  # the chat's own interval is the one its scheduler polls at
-        assert job_router(runtime).reminders.poll_seconds == console_service.REMINDER_POLL_SECONDS
+        assert _reminders(runtime).poll_seconds == console_service.REMINDER_POLL_SECONDS
     finally:
         jobs.stop(10)
         runtime.shutdown(5)
@@ -136,7 +146,7 @@ def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
     screen.before_prompt()  # at an empty prompt: printed at once
     runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen, poll=0.2)
     try:
-        assert job_router(runtime).reminders.poll_seconds == 0.2
+        assert _reminders(runtime).poll_seconds == 0.2
         # Due at the start: printed once the scheduler read the store; from now on only its polls see new ones.
         wait_until(lambda: _statuses(store)["first"] == "delivered", what="the reminder due at the start")
         polls = job_router(runtime).reminders.polls
