@@ -30,13 +30,13 @@ from messaging_llm_bot.channels.telegram.settings import api_urls
 from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot
 from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 from messaging_llm_bot.conversation.commands import COMMANDS
+from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 
 log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_SECONDS = 10
-REMINDER_POLL_SECONDS = 30.0
 #: Seconds a Bot API call may take to answer (PTB's default, named so a test can shorten it).
 API_READ_TIMEOUT_SECONDS = 5.0
 #: Start-up asks getMe this often when it times out, and PTB's bootstrap (deleteWebhook) this often when it
@@ -58,13 +58,17 @@ class TelegramService(ChannelService):
         *,
         stop_signals: Sequence[int] | None = None,
         poll_timeout: int = POLL_TIMEOUT_SECONDS,
-        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
         manage_runtime: bool = True,
+        reminder_poll_seconds: float = POLL_SECONDS,
     ) -> None:
-        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
+        super().__init__(
+            runtime,
+            stop_signals=stop_signals,
+            manage_runtime=manage_runtime,
+            reminder_poll_seconds=reminder_poll_seconds,
+        )
         self.settings = runtime.settings.telegram  # as at start (token, mode, digest)
         self.poll_timeout = poll_timeout
-        self.reminder_poll_seconds = reminder_poll_seconds
         self.frontend: Frontend | None = None
         self.app: Application | None = None
         self.conflict: str | None = None
@@ -201,7 +205,6 @@ class TelegramService(ChannelService):
             morning_digest=self.settings.morning_digest,
             # A served client's `ask` call, with approve_in_chat, is asked in the owner's chat (docs/serve.md).
             ask_owner=None if owner is None else fe.approvals.approver(app.bot, owner, loop),
-            reminder_poll_seconds=self.reminder_poll_seconds,
         )
         self.started.set()
 
