@@ -128,11 +128,11 @@ def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
 
     from messaging_llm_bot.channels.console import service as console_service
     from messaging_llm_bot.channels.console.extras import Screen
-    from messaging_llm_bot.channels.telegram import bot as telegram_bot
+    from messaging_llm_bot.conversation import reminders as channel_reminders
     from messaging_llm_bot.conversation.job_router import job_router
     from tests.waiting import wait_until
 
-    assert console_service.REMINDER_POLL_SECONDS <= 5 < telegram_bot.REMINDER_POLL_SECONDS
+    assert console_service.REMINDER_POLL_SECONDS <= 5 < channel_reminders.POLL_SECONDS  # the other channels' 30 s
     runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, Screen(io.StringIO(), lambda: ""), poll=None)
     try:  # the chat's own interval is the one its scheduler polls at
         assert _reminders(runtime).poll_seconds == console_service.REMINDER_POLL_SECONDS
