@@ -177,6 +177,7 @@ def check_url(url: str, *, allow_private: bool = False, resolve: bool = True) ->
 
 
 def _is_localhost(host: str) -> bool:
+    host = host.lower().rstrip(".")  # "LOCALHOST." is the same name
     return host in ("localhost", "localhost.localdomain") or host.endswith(".localhost")
 
 

@@ -159,6 +159,7 @@ def test_url_parser_tricks_never_reach_an_internal_server(workspace, trick):
         "[64:ff9b:1::1]",
         "[2001:db8::1]",
         "240.0.0.1",
+        "[2002:c000:9::]",  # 6to4 of 192.0.0.9: special-use (listed), though Python calls it global
     ],
 )
 def test_special_use_ranges_and_embedded_private_ipv4_are_refused(host):
@@ -166,6 +167,22 @@ def test_special_use_ranges_and_embedded_private_ipv4_are_refused(host):
 
     with pytest.raises(BlockedURLError):
         check_url(f"http://{host}/", resolve=False)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://8.8.8.8#@127.0.0.1/page",  # '@' where another parser reads user info: urllib3 reads no auth here
+        "http://8.8.8.8?@127.0.0.1/page",
+        "http://x.localhost/page",  # every *.localhost is loopback (RFC 6761), not a name for DNS to answer
+        "http://LOCALHOST./page",
+    ],
+)
+def test_user_info_lookalikes_and_localhost_names_are_refused_before_any_lookup(url):
+    from assistant_framework.netguard import BlockedURLError, check_url
+
+    with pytest.raises(BlockedURLError):
+        check_url(url, resolve=False)
 
 
 @pytest.mark.parametrize("host", ["8.8.8.8", "[2002:808:808::]", "[64:ff9b::808:808]", "[2606:4700::1111]"])
