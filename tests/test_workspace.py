@@ -118,6 +118,14 @@ def test_list_never_shows_a_link_that_leads_outside(ws: Workspace, tmp_path: Pat
         assert "notes/mine.md" in listed
 
 
+@pytest.mark.parametrize("pattern", ["../*", "notes/../../*", "/etc/*", "notes/\x00*"])
+def test_a_glob_that_would_leave_the_workspace_is_refused_naming_it(ws: Workspace, pattern: str) -> None:
+    """A pattern with '..', an absolute one or a NUL is an error naming it, not an empty list (which would let a
+    skill's "nothing there" hide that it asked for the folder holding the workspace)."""
+    with pytest.raises(WorkspacePathError, match="must stay inside the workspace"):
+        ws.list(pattern)
+
+
 def test_list_names_links_that_stay_inside(ws: Workspace, tmp_path: Path) -> None:
     _links_out(ws, tmp_path)
     assert ws.list("alias/*") == ["alias/mine.md"]
