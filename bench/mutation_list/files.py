@@ -53,6 +53,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return False",
         "an lstat error skips the symlink check",
         PATHS,
+        equivalent="an lstat error other than a missing component (ENOTDIR: a file used as a folder; ENAMETOOLONG; "
+        "EACCES) comes before any link on the way (a link returns True first), and every later component fails "
+        "alike, so resolve() finds no link either and returns the same joined path (it survived at b63123e too)",
     ),
     Mutation(
         "files-list-no-check",
