@@ -822,3 +822,25 @@ def test_drafted_skills_are_shown_and_approved_or_discarded_with_the_form_token(
     assert requests.get(f"{site.base}/api/skills/drafts", headers=BEARER).json()["drafts"] == []
     assert requests.post(f"{site.base}/api/skills/drafts/nothing/approve", headers=BEARER).status_code == 409
     assert requests.post(f"{site.base}/skills/drafts/weekly-report/approve").status_code == 401  # no token
+
+
+@pytest.mark.parametrize("host", ["evil-localhost", "evil-localhost:8080", "notlocalhost", "localhost.evil.example"])
+def test_a_host_name_that_only_looks_like_localhost_is_refused_on_loopback(host: str) -> None:
+    """The DNS-rebinding check: on loopback only loopback names pass, not a name that ends like one."""
+    from assistant_framework.web.auth import host_allowed
+
+    assert not host_allowed(host, "127.0.0.1")
+    assert host_allowed("localhost:8080", "127.0.0.1") and host_allowed("LOCALHOST", "127.0.0.1")
+
+
+def test_a_short_token_left_in_state_is_replaced_by_a_new_long_one(tmp_path: Path) -> None:
+    """A hand-written short token in state/web/token is not used as the page's key: a new one is made."""
+    from assistant_framework.config.settings import WebSettings
+    from assistant_framework.web.auth import MIN_TOKEN_CHARS, load_or_create_token
+
+    workspace = Workspace(tmp_path / "ws")
+    workspace.write_text(TOKEN_FILE, "short\n")
+    token = load_or_create_token(WebSettings(), workspace)
+    assert token.generated and len(token.value) >= MIN_TOKEN_CHARS
+    assert workspace.read_text(TOKEN_FILE).strip() == token.value
+    assert stat.S_IMODE(os.stat(workspace.path(TOKEN_FILE)).st_mode) == 0o600
