@@ -1165,39 +1165,54 @@ def _slow_turns(config: dict[str, typing.Any]) -> None:
     config["llm"]["runners"][0]["timeout_seconds"] = 30
 
 
-def _restart_on_telegram(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
-    """(what the chat saw before the restart, what it saw after the next start answered)."""
-    from tests.telegram_harness import texts
-
-    fake, chat_server = request.getfixturevalue("fake"), request.getfixturevalue("chat_server")
-    start = request.getfixturevalue("start_bot")
-    bot = start(config_patch=_slow_turns)
-    fake.send_message("very slow question")
+def _restart_around(
+    request: pytest.FixtureRequest,
+    start_fixture: str,
+    say: Callable[[str], object],
+    seen: Callable[[], list[str]],
+    seen_until: Callable[[Callable[[list[str]], bool]], list[str]],
+    patch_key: str = "patch",
+) -> tuple[list[str], list[str]]:
+    """The restart case on a channel, given how the owner writes (``say``) and what the chat shows (``seen``, and
+    ``seen_until`` a condition holds): a slow turn started, the bot stopped mid-turn, the next start answers it.
+    (what the chat saw before the restart, what it saw after the next start answered)."""
+    chat_server, start = request.getfixturevalue("chat_server"), request.getfixturevalue(start_fixture)
+    bot = start(**{patch_key: _slow_turns})
+    say("very slow question")
     assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
     bot.stop(timeout=20)
-    before = texts(fake)
+    before = seen()
     chat_server.reset()
     chat_server.enqueue('{"reply": "answered now"}')
-    start(config_patch=_slow_turns)
-    fake.wait_for(lambda: "answered now" in texts(fake), timeout=30)
-    return before, texts(fake)
+    start(**{patch_key: _slow_turns})
+    return before, seen_until(lambda texts: "answered now" in texts)
+
+
+def _restart_on_telegram(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.telegram_harness import texts
+
+    fake = request.getfixturevalue("fake")
+
+    def seen_until(done: Callable[[list[str]], bool]) -> list[str]:
+        fake.wait_for(lambda: done(texts(fake)), timeout=30)
+        return texts(fake)
+
+    return _restart_around(request, "start_bot", fake.send_message, lambda: texts(fake), seen_until, "config_patch")
 
 
 def _restart_on_signal(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
     from tests.signal_harness import OWNER, wait_for
 
-    daemon, chat_server = request.getfixturevalue("daemon"), request.getfixturevalue("chat_server")
-    start = request.getfixturevalue("start")
-    bot = start(patch=_slow_turns)
-    daemon.message(OWNER, "very slow question")
-    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
-    bot.stop(timeout=20)
-    before = [s["message"] for s in daemon.sent_to(OWNER)]
-    chat_server.reset()
-    chat_server.enqueue('{"reply": "answered now"}')
-    start(patch=_slow_turns)
-    wait_for(lambda: daemon.sent_to(OWNER), what="the answer after the restart", timeout=30)
-    return before, [s["message"] for s in daemon.sent_to(OWNER)]
+    daemon = request.getfixturevalue("daemon")
+
+    def seen() -> list[str]:
+        return [s["message"] for s in daemon.sent_to(OWNER)]
+
+    def seen_until(done: Callable[[list[str]], bool]) -> list[str]:
+        wait_for(lambda: done(seen()), what="the answer after the restart", timeout=30)
+        return seen()
+
+    return _restart_around(request, "start", lambda text: daemon.message(OWNER, text), seen, seen_until)
 
 
 def _restart_on_the_terminal(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
@@ -1283,49 +1298,40 @@ def _restart_on_webchat(request: pytest.FixtureRequest) -> tuple[list[str], list
 def _restart_on_whatsapp(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
     from tests.whatsapp_harness import OWNER
 
-    graph, chat_server = request.getfixturevalue("whatsapp_graph"), request.getfixturevalue("chat_server")
-    start = request.getfixturevalue("start_whatsapp")
-    bot = start(patch=_slow_turns)
-    graph.user_text(OWNER, "very slow question")
-    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
-    bot.stop(timeout=20)
-    before = graph.texts(OWNER)
-    chat_server.reset()
-    chat_server.enqueue('{"reply": "answered now"}')
-    start(patch=_slow_turns)
-    return before, _whatsapp_texts_until(request, lambda texts: "answered now" in texts)
+    graph = request.getfixturevalue("whatsapp_graph")
+    return _restart_around(
+        request,
+        "start_whatsapp",
+        lambda text: graph.user_text(OWNER, text),
+        lambda: graph.texts(OWNER),
+        lambda done: _whatsapp_texts_until(request, done),
+    )
 
 
 def _restart_on_slack(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
     from tests.slack_harness import owner_texts, owner_writes
 
-    slack, chat_server = request.getfixturevalue("slack_api"), request.getfixturevalue("chat_server")
-    start = request.getfixturevalue("start_slack")
-    bot = start(patch=_slow_turns)
-    owner_writes(slack, "very slow question")
-    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
-    bot.stop(timeout=20)
-    before = owner_texts(slack)
-    chat_server.reset()
-    chat_server.enqueue('{"reply": "answered now"}')
-    start(patch=_slow_turns)
-    return before, _slack_texts_until(request, lambda texts: "answered now" in texts)
+    slack = request.getfixturevalue("slack_api")
+    return _restart_around(
+        request,
+        "start_slack",
+        lambda text: owner_writes(slack, text),
+        lambda: owner_texts(slack),
+        lambda done: _slack_texts_until(request, done),
+    )
 
 
 def _restart_on_discord(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
     from tests.discord_harness import owner_texts, owner_writes
 
-    discord, chat_server = request.getfixturevalue("discord_api"), request.getfixturevalue("chat_server")
-    start = request.getfixturevalue("start_discord")
-    bot = start(patch=_slow_turns)
-    owner_writes(discord, "very slow question")
-    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
-    bot.stop(timeout=20)
-    before = owner_texts(discord)
-    chat_server.reset()
-    chat_server.enqueue('{"reply": "answered now"}')
-    start(patch=_slow_turns)
-    return before, _discord_texts_until(request, lambda texts: "answered now" in texts)
+    discord = request.getfixturevalue("discord_api")
+    return _restart_around(
+        request,
+        "start_discord",
+        lambda text: owner_writes(discord, text),
+        lambda: owner_texts(discord),
+        lambda done: _discord_texts_until(request, done),
+    )
 
 
 RESTART = {
