@@ -61,3 +61,21 @@ def test_an_empty_allowlist_serves_no_one_in_a_group(fake, start_bot, chat_serve
     assert len(refusals) == 2 and all("not authorised" in text for text in refusals), refusals
     assert chat_server.requests == []
     assert not list(workspace.root.glob("conversations/*"))
+
+
+def test_a_message_without_a_sender_is_answered_by_nothing(fake, start_bot, chat_server, workspace):
+    """The Bot API's ``from`` is optional ("may be empty for messages sent to channels"): a message that names
+    no user is no allowed user's, so the gate stops it like a stranger's (deny by default), with no refusal
+    (there is no one to tell) and nothing stored, even where every group message is for the bot."""
+    chat_server.set_handler(lambda req: '{"reply": "noted"}')
+    start_bot(group_mode="all")
+    group = {"id": GROUP, "type": "supergroup", "title": "Family"}
+    for number, text in enumerate(("what is on the owner's list?", "/help"), start=1):
+        message = {"message_id": number, "date": 1767225600, "chat": group, "sender_chat": group, "text": text}
+        if text.startswith("/"):
+            message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(text)}]
+        fake.push_update({"message": message})
+    fake.send_message("and now me", user_id=OWNER)  # after the userless ones: the owner's own chat
+    fake.wait_for_messages(OWNER, 1)
+    assert fake.messages(GROUP) == [] and len(chat_server.requests) == 1
+    assert "owner's list" not in json.dumps(chat_server.chat_requests[0]["messages"])
