@@ -16,7 +16,6 @@ from messaging_llm_bot.channels.signal.client import (
     SignalClient,
     SignalRpcError,
     SignalUnavailable,
-    parse_sse,
     unwrap_event,
 )
 from messaging_llm_bot.channels.signal.format import render_signal
@@ -96,8 +95,31 @@ def test_events_in_every_form_unwrap_to_the_receive_object():
     assert unwrap_event(subscribed) == event
     assert unwrap_event({"jsonrpc": "2.0", "method": "other", "params": event}) is None
     assert unwrap_event({"jsonrpc": "2.0", "result": {}, "id": 1}) is None
-    assert parse_sse(["event:receive", 'data:{"a":1}']) == ("receive", '{"a":1}')
-    assert parse_sse([":"]) is None
+
+
+def test_the_event_stream_yields_receive_objects_only():
+    """Keep-alive comments, other events, data that is not JSON and an event without data are skipped; data
+    over several lines is one event (the stream is read by httpx-sse)."""
+
+    async def read(base_url: str, count: int) -> list[dict]:
+        client, got = SignalClient(base_url, BOT), []
+        try:
+            async for obj in client.events():
+                got.append(obj)
+                if len(got) == count:
+                    break
+        finally:
+            await client.close()
+        return got
+
+    with FakeSignalDaemon(BOT, keepalive_seconds=0.05) as daemon:
+        first = daemon.message(OWNER, "one")
+        daemon.deliver(": a comment\n\nevent:typing\ndata:{}\n\nevent:receive\ndata:not json\n\nevent:receive\n\n")
+        split = daemon.envelope(OWNER, "two")
+        lines = "".join(f"data: {line}\n" for line in json.dumps(split, indent=1).splitlines())
+        daemon.deliver(f"event: receive\n{lines}\n")
+        last = daemon.message(OWNER, "three")
+        assert asyncio.run(asyncio.wait_for(read(daemon.base_url, 3), 10)) == [first, split, last]
 
 
 def test_parse_event_keeps_data_messages_only():

@@ -232,8 +232,9 @@ class FakeSignalDaemon:
         }
         return {"envelope": env, "account": self.account}
 
-    def deliver(self, event: dict) -> dict:
-        """Queue a receive event; it goes out as soon as an event client is connected."""
+    def deliver(self, event: dict | str) -> dict | str:
+        """Queue a receive event (or a text written to the stream as it is: what else a stream may carry); it goes
+        out as soon as an event client is connected."""
         with self._cond:
             self._queue.append(event)
             self._cond.notify_all()
@@ -241,7 +242,9 @@ class FakeSignalDaemon:
 
     def message(self, source: str, text: str | None = None, **kwargs: Any) -> dict:
         """Build and deliver a data message from ``source``; returns the event."""
-        return self.deliver(self.envelope(source, text, **kwargs))
+        event = self.envelope(source, text, **kwargs)
+        self.deliver(event)
+        return event
 
     def add_group(self, group_id: str, name: str, members: list[str]) -> None:
         """Make a group known, so sends to it succeed."""
@@ -337,8 +340,9 @@ class FakeSignalDaemon:
                         event if self.wrap == "plain" else {"jsonrpc": "2.0", "method": "receive", "params": event}
                     )
                     data = json.dumps(payload, separators=(",", ":"))
+                    block = event if isinstance(event, str) else f"event:receive\ndata:{data}\n\n"
                     try:
-                        handler.send_chunk(f"event:receive\ndata:{data}\n\n".encode("utf-8"))
+                        handler.send_chunk(block.encode("utf-8"))
                     except OSError:
                         with self._cond:  # not delivered: it waits for the next client, as on the server
                             self._queue.insert(0, event)

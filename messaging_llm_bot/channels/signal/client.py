@@ -3,7 +3,7 @@
 - ``POST /api/v1/rpc``: JSON-RPC 2.0, one request or a batch; a JSON-RPC error becomes
   ``SignalRpcError`` (a value the caller reacts to), a daemon that cannot be reached
   ``SignalUnavailable``.
-- ``GET /api/v1/events``: Server-Sent Events; ``events()`` yields each receive object
+- ``GET /api/v1/events``: Server-Sent Events (read by httpx-sse); ``events()`` yields each receive object
   ``{"envelope": ..., "account": ...}``. The stdio/socket form (a JSON-RPC ``receive`` notification,
   also wrapped in ``{"subscription": n, "result": ...}``) is unwrapped to the same object.
 - ``GET /api/v1/check``: ``check()`` is True when the daemon answers 200.
@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
+from httpx_sse import aconnect_sse
 
 from assistant_framework.tls import shared_context
 
@@ -73,22 +74,6 @@ def unwrap_event(obj: Any) -> dict[str, Any] | None:
     if isinstance(obj, dict) and isinstance(obj.get("envelope"), dict):
         return obj
     return None
-
-
-def parse_sse(lines: list[str]) -> tuple[str, str] | None:
-    """(event name, data) of one SSE block's lines; None for comments/keep-alives only."""
-    event, data, seen = "message", [], False
-    for line in lines:
-        if not line or line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "event":
-            event, seen = value, True
-        elif name == "data":
-            data.append(value)
-            seen = True
-    return (event, "\n".join(data)) if seen and data else None
 
 
 class SignalClient:
@@ -190,33 +175,21 @@ class SignalClient:
         """
         params = {"account": self.account} if self.account else None
         timeout = httpx.Timeout(5.0, read=read_timeout)
+        url = f"{self.base_url}/api/v1/events"
         try:
-            async with self._http.stream(
-                "GET",
-                f"{self.base_url}/api/v1/events",
-                params=params,
-                timeout=timeout,
-                headers={"Accept": "text/event-stream"},
-            ) as resp:
-                if resp.status_code != 200:
-                    raise SignalUnavailable(f"signal-cli events at {self.base_url} answered HTTP {resp.status_code}")
+            async with aconnect_sse(self._http, "GET", url, params=params, timeout=timeout) as source:
+                status = source.response.status_code
+                if status != 200:
+                    raise SignalUnavailable(f"signal-cli events at {self.base_url} answered HTTP {status}")
                 if on_open is not None:
                     on_open()
-                block: list[str] = []
-                async for line in resp.aiter_lines():
-                    if line:
-                        block.append(line)
-                        continue
-                    parsed, block = parse_sse(block), []
-                    if parsed is None:
-                        continue
-                    name, data = parsed
-                    if name not in ("receive", "message"):
+                async for sse in source.aiter_sse():  # keep-alive comments are no events
+                    if sse.event not in ("receive", "message") or not sse.data:
                         continue
                     try:
-                        obj = unwrap_event(json.loads(data))
+                        obj = unwrap_event(json.loads(sse.data))
                     except ValueError:
-                        log.warning("signal: an event that is not JSON was skipped (%d bytes)", len(data))
+                        log.warning("signal: an event that is not JSON was skipped (%d bytes)", len(sse.data))
                         continue
                     if obj is not None:
                         yield obj
