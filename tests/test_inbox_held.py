@@ -68,7 +68,7 @@ def test_telegram_holds_an_update_it_cannot_store_and_answers_it_once_storage_wo
         fake.send_message("held too", user_id=FRIEND)
         notice = "I cannot save messages right now"
         fake.wait_for(lambda: any(notice in t for t in texts(fake)))
-        fake.wait_for(lambda: bot.service.frontend.intake.outage.tries >= 3)  # tried again, and again
+        fake.wait_for(lambda: bot.service.storage.tries >= 3)  # tried again, and again
         assert asked(chat_server) == ["first"]  # nothing of what waits reached the model
         assert sum(notice in t for t in texts(fake)) == 1  # the owner's chat is told once
         assert texts(fake, FRIEND) == []  # held behind the owner's: Telegram's order is kept

@@ -41,8 +41,10 @@ class SeenIds:
             self.ws.append_line(SEEN_LOG, seen_line(source_id, unlogged[source_id]))
         self._seen.update(unlogged)
 
-    def __contains__(self, source_id: str) -> bool:
-        return source_id in self._seen
+    def known(self, source_id: str, fingerprint: str = "") -> bool:
+        """True for an accepted id (with ``fingerprint``: one recorded with none or the same)."""
+        known = self._seen.get(source_id)
+        return known is not None and not (fingerprint and known and known != fingerprint)
 
     def record(self, source_id: str, fingerprint: str) -> None:
         """Log an accepted id (after its item is on disk) and remember it as the newest."""
@@ -71,16 +73,15 @@ class SeenIds:
         """False for a re-delivery (also within ``batch``); a reused id for another message is new."""
         if any(item.source_id == source_id for item in batch):
             return False
-        known = self._seen.get(source_id)
-        if known is None:
+        if source_id not in self._seen:
             return True
-        if not (fingerprint and known and known != fingerprint):
+        if self.known(source_id, fingerprint):
             return False
         log.warning(
             "inbox: source id %s was used before for another message (%s, now %s; highest id seen "
             "%s): the sender restarted its id sequence (a new Bot API server?); answering it as new",
             source_id,
-            known,
+            self._seen[source_id],
             fingerprint,
             self._highest(),
         )

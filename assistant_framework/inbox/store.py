@@ -112,10 +112,11 @@ class Inbox:
             fingerprint=fingerprint,
         )
 
-    def seen(self, source_id: str) -> bool:
-        """True when a message with this source id was accepted before."""
+    def seen(self, source_id: str, fingerprint: str = "") -> bool:
+        """True when a message with this source id was accepted before (with a ``fingerprint``: this same message,
+        not another one under a reused id, which ``accept`` takes as new)."""
         with self._lock:
-            return str(source_id) in self._seen
+            return self._seen.known(str(source_id), "".join(str(fingerprint).split()))
 
     def pending(self, prefix: str = "") -> list[InboxItem]:
         """Unanswered items, oldest first (so per conversation they are in arrival order).

@@ -17,21 +17,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "telegram-persist-strangers",
         f"{BOT}/channels/telegram/intake.py",
-        "if message is None or not self.allowed(message.from_user) or is_command(message):",
+        "if message is None or not self.access.allowed(message.from_user) or is_command(message):",
         "if message is None or is_command(message):",
         "a stranger's message is written to the inbox before the gate refuses it",
         TELEGRAM,
-    ),
-    Mutation(
-        "telegram-duplicate-not-dropped",
-        f"{BOT}/channels/telegram/access.py",
-        "if update.update_id in self.duplicates:",
-        "if False:",
-        "an update delivered twice is answered twice",
-        TELEGRAM,
-        equivalent="the gate only saves a look-up: past it, on_message's _stored asks the inbox, whose accept "
-        "returns None for an update id it holds as answered, so the duplicate is not answered (it survived at "
-        "b63123e as now)",
     ),
     Mutation(
         "telegram-userless-passes",
@@ -51,9 +40,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "busy-never-joins",
-        f"{BOT}/channels/telegram/updates.py",
-        "        if fe.intake.join_running(update, update.get_bot()):",
-        "        if False:",
+        f"{BOT}/channels/telegram/intake.py",
+        "            joinable(message),",
+        "            False,",
         "busy mode steer does nothing: a correction waits behind the answer it was meant to change",
         BUSY,
     ),

@@ -25,8 +25,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "inbox-unknown-fingerprint-is-new",
         f"{AF}/inbox/seen.py",
-        "if not (fingerprint and known and known != fingerprint):",
-        "if not (fingerprint and known != fingerprint):",
+        "return known is not None and not (fingerprint and known and known != fingerprint)",
+        "return known is not None and not (fingerprint and known != fingerprint)",
         "an id logged without a fingerprint (older seen.log) is answered again",
         INBOX,
     ),

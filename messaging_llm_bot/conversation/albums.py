@@ -2,23 +2,24 @@
 (Telegram's ``media_group_id``); they are answered as one turn with all their parts. The channel says which
 album a message belongs to (``key``) and what identifies it (``ident``); the waiting and the grouping are here.
 
-Each part is stored in the durable inbox on its own, as any message, before the platform is told it arrived.
-The first part's turn waits for the rest: until none came for ``ALBUM_QUIET_SECONDS``, the album holds
-``MAX_ALBUM_PARTS`` or ``ALBUM_MAX_WAIT_SECONDS`` passed since its first part; the parts that came later than
-that make a turn of their own. The other parts' handlers, which wait behind the first in their chat's queue,
-then find their part answered (``taken``). A stop before the reply is recorded leaves every part in the inbox;
-the replay at the next start answers the stored parts of an album as one turn again (``stored_albums``).
+Each part is stored in the durable inbox on its own, as any message, before the platform is told it arrived,
+and noted here as it is handed on (``arrived``). The first part's turn waits for the rest: until none came for
+``ALBUM_QUIET_SECONDS``, the album holds ``MAX_ALBUM_PARTS`` or ``ALBUM_MAX_WAIT_SECONDS`` passed since its first
+part; the parts that came later than that make a turn of their own. The other parts' turns, which wait behind
+the first in their chat's queue, then find their part answered (``taken``). A stop before the reply is recorded
+leaves every part in the inbox; the replay at the next start notes the stored parts as ``left`` and answers an
+album's as one turn again, without waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.conversation.images import MAX_IMAGES
 
 #: How long the first part's turn waits for another part after the last one came.
@@ -58,12 +59,13 @@ class Albums(Generic[Part]):
         self._open: dict[str, _Album[Part]] = {}
         self._taken: dict[Hashable, None] = {}  # parts answered in an earlier part's turn (insertion order)
 
-    def arrived(self, part: Part) -> None:
-        """Note an album part as it arrives, before the handlers of its chat (queued in order) run."""
+    def arrived(self, part: Part, *, left: bool = False) -> None:
+        """Note an album part as it arrives, before the turns of its chat (queued in order) run. ``left``: a part
+        the last run stored: its album is answered with the parts it has, not waited for."""
         key = self.key(part)
         if key is None:
             return
-        now = self._clock()
+        now = -math.inf if left else self._clock()
         album = self._open.get(key)
         if album is None or len(album.parts) >= MAX_ALBUM_PARTS:
             album = self._open[key] = _Album(first=now, last=now)
@@ -71,15 +73,6 @@ class Albums(Generic[Part]):
             album.parts.append(part)
             album.last = now
             album.grew.set()
-
-    def dropped(self, part: Part) -> None:
-        """Forget a part that will not be answered (refused by its chat's bound)."""
-        key = self.key(part)
-        album = self._open.get(key) if key is not None else None
-        if key is not None and album is not None:
-            album.parts = [one for one in album.parts if self.ident(one) != self.ident(part)]
-            if not album.parts:
-                del self._open[key]
 
     def taken(self, part: Part) -> bool:
         """True (once) when an earlier part's turn answered this part with its album."""
@@ -91,7 +84,7 @@ class Albums(Generic[Part]):
         key = self.key(part)
         if key is None:
             return [part]
-        self.arrived(part)  # a part no intake noted (a webhook, a direct process_update)
+        self.arrived(part)  # a part not noted before
         album = self._open[key]
         while len(album.parts) < MAX_ALBUM_PARTS:
             wait = min(album.last + self.quiet, album.first + self.max_wait) - self._clock()
@@ -110,23 +103,3 @@ class Albums(Generic[Part]):
         while len(self._taken) > MAX_TAKEN:
             del self._taken[next(iter(self._taken))]
         return [part, *others]
-
-
-def stored_albums(
-    items: Sequence[InboxItem], key: Callable[[InboxItem], str | None]
-) -> list[tuple[InboxItem, list[InboxItem]]]:
-    """Stored items in order, each with the later parts of its album (``key``: the album of a stored item, or
-    None) that are answered in its turn, at most ``MAX_ALBUM_PARTS`` in all: the parts of an album the last
-    run did not answer are one turn again."""
-    turns: list[tuple[InboxItem, list[InboxItem]]] = []
-    open_albums: dict[str, list[InboxItem]] = {}
-    for item in items:
-        album = key(item)
-        parts = open_albums.get(album) if album is not None else None
-        if parts is not None and len(parts) + 1 < MAX_ALBUM_PARTS:
-            parts.append(item)
-            continue
-        turns.append((item, []))
-        if album is not None:
-            open_albums[album] = turns[-1][1]
-    return turns

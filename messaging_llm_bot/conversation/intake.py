@@ -2,17 +2,19 @@
 "The life of a message"): once the channel judged a message (allowed, addressed, no command, no answer to an
 open question), it is taken once (the platform's id), refused beyond its chat's bound (the chat told once per
 backlog), stored in the durable inbox (held while the inbox cannot store: conversation/held.py), then handed
-to the sender's running turn (busy modes, conversation/busy.py) or queued in its chat. A ``/command`` typed
-as a message (no platform commands) is answered here too: ``/stop`` at once, the others in the chat's order. At
-start, what the last run left is answered first (``replay``), and a job run takes its place in the owner's queue
-(``start_job``).
+to the sender's running turn (busy modes, conversation/busy.py) or queued in its chat. A platform told that a
+message arrived only once it is stored (Telegram: the next ``getUpdates`` confirms what the last one returned)
+stores a batch first (``store_all``) and hands each item on in its chat's order later (``take`` with
+``stored``). A ``/command`` typed as a message (no platform commands) is answered here too: ``/stop`` at once,
+the others in the chat's order. At start, what the last run left is answered first (``replay``), and a job run
+takes its place in the owner's queue (``start_job``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,7 +46,8 @@ class Arrival:
     text: str  # what it adds to a running turn it joins
     message_id: int | str  # the agent's id of it
     joinable: bool  # it may join the sender's running turn (busy modes)
-    queue: Hashable = None  # the chat's queue, when it is not the conversation (Signal: the chat)
+    queue: Hashable = None  # the chat's queue, when it is not the conversation (Signal, Telegram: the chat)
+    fingerprint: str = ""  # what the message is, when the platform may reuse its ids (Inbox.accept)
 
     @property
     def chat(self) -> Hashable:
@@ -55,7 +58,8 @@ class ChannelIntake:
     """Takes the judged messages of one channel. ``wait``: while the inbox cannot store, the message is held and
     stored again after a pause (an event stream, not read further meanwhile); without it a message that cannot
     be stored is refused (a webhook: the platform sends it again). ``lost`` logs one a stop ended while held.
-    ``queue_of``: the chat's queue of a conversation id, when it is not the conversation (Signal: the chat)."""
+    ``queue_of``: the chat's queue of a conversation id, when it is not the conversation (Signal: the chat).
+    ``taken``: told of each stored item as it is handed on (Telegram's albums)."""
 
     def __init__(
         self,
@@ -68,9 +72,10 @@ class ChannelIntake:
         stopping: Callable[[], bool] = lambda: False,
         lost: Callable[[Arrival], None] = lambda _arrival: None,
         queue_of: Callable[[str], Hashable] = lambda conversation_id: conversation_id,
+        taken: Callable[[InboxItem], None] = lambda _item: None,
     ) -> None:
         self.turns, self.queues, self.tasks, self.storage = turns, queues, tasks, storage
-        self.wait, self.stopping, self.lost, self.queue_of = wait, stopping, lost, queue_of
+        self.wait, self.stopping, self.lost, self.queue_of, self.taken = wait, stopping, lost, queue_of, taken
 
     @property
     def inbox(self) -> Inbox:
@@ -82,22 +87,31 @@ class ChannelIntake:
         if self.queues.refused(chat):
             await say(texts.backlog_text(self.queues.pending(chat)))
 
-    async def take(self, arrival: Arrival, say: Say, *, tell_held: Say | None = None) -> bool:
-        """Take ``arrival``: True when it is handled (stored and queued or joined, a duplicate, over the bound);
-        False when it could not be stored (given up without ``wait``, or a stop came while it was held)."""
+    async def take(
+        self, arrival: Arrival, say: Say, *, tell_held: Say | None = None, stored: InboxItem | None = None
+    ) -> bool:
+        """Take ``arrival`` (``stored``: its item, stored by ``store_all``): True when it is handled (stored and
+        queued or joined, a duplicate, over the bound); False when it could not be stored (given up without
+        ``wait``, or a stop came while it was held)."""
         channel = self.turns.channel
-        if self.inbox.seen(arrival.source_id):
+        if stored is None and self.inbox.seen(arrival.source_id, arrival.fingerprint):
             log.info("%s: %s came again; answered once", channel, arrival.source_id)
             return True
         if not arrival.owner and self.queues.full(arrival.chat):
-            await self.over_limit(arrival.chat, say)  # not stored: the chat's backlog is long enough
+            await self.over_limit(arrival.chat, say)  # not answered: the chat's backlog is long enough
+            if stored is not None:  # out of the inbox again (left there, the next start would answer it)
+                try:
+                    await asyncio.to_thread(self.inbox.complete, stored.item_id)
+                except OSError as err:
+                    log.warning("%s: could not drop %s from the inbox: %s", channel, stored.item_id, err)
             return True
-        item = await self._store(arrival, tell_held or say)
+        item = stored or await self._store(arrival, tell_held or say)
         if item is False:
             return False
         if item is None:
             log.info("%s: %s came again; answered once", channel, arrival.source_id)
             return True
+        self.taken(item)
         turns = self.turns
         # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
         if arrival.joinable and turns.busy.join(
@@ -108,6 +122,36 @@ class ChannelIntake:
         # Not full a moment ago, and only this coroutine adds to the queue: admitted (exempt says so).
         self.tasks.spawn(arrival.chat, turns.answer(item), owner=arrival.owner, exempt=True)
         return True
+
+    async def store_all(
+        self, arrivals: Sequence[Arrival], say: Callable[[Arrival], Say]
+    ) -> tuple[int, list[InboxItem]]:
+        """Store ``arrivals`` before the platform is told they came: (how many leading ones are stored, or were
+        before; the rest, from one a stop ended while it was held, wait for the platform to deliver them again),
+        the items stored now, for ``take``'s ``stored``. A burst goes in one batch (``Inbox.accept_many``: the file
+        system commits its fsyncs together); one at a time after that (what the batch did not store, or all when
+        it failed), held while the inbox cannot store (``_store``; ``say``: each one's chat)."""
+        items = await asyncio.to_thread(self._store_batch, arrivals) if len(arrivals) > 1 else {}
+        for index, arrival in enumerate(arrivals):
+            if arrival.source_id in items or self.inbox.seen(arrival.source_id, arrival.fingerprint):
+                continue
+            item = await self._store(arrival, say(arrival))
+            if item is False:
+                return index, list(items.values())
+            if item is not None:
+                items[arrival.source_id] = item
+        return len(arrivals), list(items.values())
+
+    def _store_batch(self, arrivals: Sequence[Arrival]) -> dict[str, InboxItem]:
+        """The batch of ``store_all``, by source id; nothing when it failed (disk full, an odd payload)."""
+        entries = [(a.source_id, a.conversation_id, a.payload, a.fingerprint) for a in arrivals]
+        try:
+            stored = self.inbox.accept_many(entries)
+        except Exception as err:  # noqa: BLE001 - one by one after it, which finds the one that fails
+            level = logging.DEBUG if isinstance(err, OSError) else logging.WARNING
+            log.log(level, "%s: batch write failed: %s", self.turns.channel, err)
+            return {}
+        return {arrival.source_id: item for arrival, item in zip(arrivals, stored, strict=True) if item is not None}
 
     async def command(
         self,
@@ -164,7 +208,7 @@ class ChannelIntake:
         while True:
             try:
                 item = await asyncio.to_thread(
-                    self.inbox.accept, arrival.source_id, arrival.conversation_id, arrival.payload
+                    self.inbox.accept, arrival.source_id, arrival.conversation_id, arrival.payload, arrival.fingerprint
                 )
             except OSError as err:
                 pause = self.storage.failed(err, f"the message {arrival.message_id} from {arrival.sender}")

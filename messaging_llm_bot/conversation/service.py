@@ -90,6 +90,7 @@ class ChannelHost(Protocol):
         hold: bool = False,
         lost: Callable[[Arrival], None] = ...,
         queue_of: Callable[[str], Hashable] = ...,
+        taken: Callable[[InboxItem], None] = ...,
     ) -> ChannelIntake: ...
 
 
@@ -226,11 +227,12 @@ class ChannelService:
         hold: bool = False,
         lost: Callable[[Arrival], None] = lambda _arrival: None,
         queue_of: Callable[[str], Hashable] = lambda conversation_id: conversation_id,
+        taken: Callable[[InboxItem], None] = lambda _item: None,
     ) -> ChannelIntake:
         """The end of the channel's intake (conversation/intake.py) over its chats' queues, ``turns`` answering.
         ``hold``: while the inbox cannot store, a message is held and stored again after a pause until a stop
         (an event stream, not read further meanwhile; ``lost`` logs one a stop ended); else it is refused (a
-        webhook: the platform sends it again)."""
+        webhook: the platform sends it again). ``taken``: told of each stored item handed on."""
         return ChannelIntake(
             turns,
             self.queues,
@@ -240,6 +242,7 @@ class ChannelService:
             stopping=lambda: self.stopping,
             lost=lost,
             queue_of=queue_of,
+            taken=taken,
         )
 
     def owner_notices(self, send: SendTo, owner: Callable[[], str | None]) -> ChannelNotices:

@@ -29,14 +29,10 @@ def refusal_text(user_id: int) -> str:
 class Access:
     """The allowlist and the owner's rules, read from the current settings (a ``/reload`` changes them)."""
 
-    def __init__(
-        self, settings: Callable[[], TelegramSettings], duplicates: set[int], pairing: Pairing | None = None
-    ) -> None:
+    def __init__(self, settings: Callable[[], TelegramSettings], pairing: Pairing | None = None) -> None:
         self._settings = settings
         #: What a stranger is told (their id, or a pairing code in a private chat), at most once a minute.
         self.strangers = Strangers("telegram", ToldRecently(), pairing)
-        #: Updates the inbox holds as answered already: the gate drops them (filled by the intake).
-        self.duplicates = duplicates
 
     @property
     def settings(self) -> TelegramSettings:
@@ -62,11 +58,7 @@ class Access:
     # -- gate (group -2) --------------------------------------------------------
 
     async def gate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Stop updates from unknown users (one short refusal) and duplicates, before any other handler."""
-        if update.update_id in self.duplicates:
-            self.duplicates.discard(update.update_id)
-            log.info("telegram: update %s was already answered; skipping the duplicate", update.update_id)
-            raise ApplicationHandlerStop
+        """Stop updates from unknown users (one short refusal), before any other handler."""
         user = update.effective_user
         if self.allowed(user):
             return

@@ -98,7 +98,7 @@ class TelegramService(ChannelService):
 
     def build(self) -> Application:
         """Build the Application pointed at ``telegram.base_url`` with its rate limiter."""
-        self.frontend = Frontend(self.runtime, Inbox(self.runtime.workspace), self.queues, self.tasks)
+        self.frontend = Frontend(self, Inbox(self.runtime.workspace))
         bot = InboxBot(
             token=self.settings.token,
             base_url=api_urls(self.settings)[0],
@@ -112,7 +112,7 @@ class TelegramService(ChannelService):
                 read_timeout=self.poll_timeout + 10.0, httpx_kwargs={"verify": shared_context()}
             ),
             rate_limiter=ReplyFirstRateLimiter(),
-            on_updates=self.frontend.intake.take,
+            on_updates=self.frontend.intake.fetched,
             on_first_poll=self._start_the_rest,
         )
         app = ApplicationBuilder().bot(bot).concurrent_updates(ChatOrderedProcessor(self.frontend)).build()
@@ -134,7 +134,7 @@ class TelegramService(ChannelService):
         log.info("Serving @%s for user ids %s", app.bot.username, ids)
         how = "Send it a message to see your numeric user id, then add it with"
         self.warn_if_no_one_allowed(ids, "telegram.allowed_user_ids", how, "[ID]")
-        self.frontend.intake.start_replay(app.bot)
+        self.frontend.intake.start_replay()
         retries = START_ATTEMPTS - 1  # deleteWebhook/setWebhook: the server answered getMe
         if self.settings.mode == "webhook":
             hook = self.settings.webhook
@@ -199,7 +199,7 @@ class TelegramService(ChannelService):
         loop, owner = asyncio.get_running_loop(), fe.settings.owner
         await self.join_jobs_sending(
             self.notices,
-            fe.intake.inbox,
+            fe.intake.shared.inbox,
             owner_conversation=fe.intake.job_conversation,
             start=fe.intake.shared.start_job,
             morning_digest=self.settings.morning_digest,

@@ -2,7 +2,7 @@
 
 The allowlist gate (telegram/access.py) runs before every handler; commands (telegram/commands.py); button
 presses of confirmations (telegram/approval.py); every other message through the durable inbox to a turn
-(telegram/intake.py, telegram/turn.py), in its chat's queue (conversation/chatqueue.py)."""
+(telegram/intake.py over conversation/intake.py, telegram/turn.py), in its chat's queue (conversation/chatqueue.py)."""
 
 from __future__ import annotations
 
@@ -16,23 +16,24 @@ from messaging_llm_bot.channels.telegram.approval import CALLBACK_PATTERN as APP
 from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.commands import COMMAND, ONLY_NEW, Commands
 from messaging_llm_bot.channels.telegram.intake import TelegramIntake
+from messaging_llm_bot.channels.telegram.settings import chat_of
 from messaging_llm_bot.channels.telegram.turn import TelegramTurns
-from messaging_llm_bot.conversation.chatqueue import ChatQueues
-from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.pairing import Pairing
-from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.service import ChannelService
 
 
 class Frontend:
     """State and handlers of the Telegram frontend for one runtime."""
 
-    def __init__(self, runtime: Runtime, inbox: Inbox, queues: ChatQueues, tasks: ChatTasks) -> None:
-        self.runtime = runtime
+    def __init__(self, service: ChannelService, inbox: Inbox) -> None:
+        self.runtime = runtime = service.runtime
         self.approvals = TelegramApprovals()
         self.turns = TelegramTurns(runtime, inbox, lambda: self.settings, self.approvals)
-        self.queues = queues  # the service's: per chat, in order, bounded, the owner first (conversation/chatqueue.py)
-        self.access = Access(lambda: self.settings, set(), Pairing(runtime))
-        self.intake = TelegramIntake(runtime, inbox, self.access, self.turns, queues, tasks)
+        self.queues = service.queues  # per chat, in order, bounded, the owner first (conversation/chatqueue.py)
+        self.access = Access(lambda: self.settings, Pairing(runtime))
+        # Held while the inbox cannot store (unconfirmed to Telegram); each chat's queue is its chat's.
+        shared = service.channel_intake(self.turns, hold=True, queue_of=chat_of, taken=self.turns.albums.arrived)
+        self.intake = TelegramIntake(runtime, self.access, self.turns, shared)
         self.commands = Commands(runtime, self.access, self.turns)
 
     @property

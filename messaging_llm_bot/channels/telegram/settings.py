@@ -10,6 +10,7 @@ import re
 import telegram
 
 from assistant_framework.config.settings import TelegramSettings
+from assistant_framework.inbox import InboxItem
 
 OFFICIAL_BASE_URL = "https://api.telegram.org/bot"
 OFFICIAL_BASE_FILE_URL = "https://api.telegram.org/file/bot"
@@ -89,13 +90,12 @@ def message_conversation(message: telegram.Message) -> str:
     return conversation_id(message.chat_id, topic_of(message))
 
 
-def album_key(update: telegram.Update) -> str | None:
-    """The album an update's message belongs to (its conversation and ``media_group_id``: photos or files sent
-    together, answered as one turn by conversation/albums.py), or None."""
-    message = update.message
-    if message is None or not message.media_group_id:
-        return None
-    return f"{message_conversation(message)}|{message.media_group_id}"
+def album_key(item: InboxItem) -> str | None:
+    """The album a stored update's message belongs to (its conversation and ``media_group_id``: photos or files
+    sent together, answered as one turn by conversation/albums.py), or None."""
+    message = item.payload.get("message")
+    group = message.get("media_group_id") if isinstance(message, dict) else None
+    return f"{item.conversation_id}|{group}" if group else None
 
 
 def telegram_chat_id(chat_id: int | str | None) -> int:

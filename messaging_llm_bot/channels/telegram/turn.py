@@ -35,7 +35,15 @@ from messaging_llm_bot.channels.telegram.send import (
     refused_for_good,
     topic_number,
 )
-from messaging_llm_bot.channels.telegram.settings import chat_of, message_of, strip_mention, topic_in, topic_of
+from messaging_llm_bot.channels.telegram.settings import (
+    album_key,
+    chat_of,
+    message_of,
+    strip_mention,
+    topic_in,
+    topic_of,
+)
+from messaging_llm_bot.conversation.albums import Albums
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.job_answer import answer_job_run
@@ -69,6 +77,8 @@ class TelegramTurns(ChatTurns):
         super().__init__(runtime, inbox, "telegram")
         self.approvals = approvals
         self._settings_ref = settings_ref  # callable returning the current telegram record (changes on /reload)
+        # Photos sent together: one turn (conversation/albums.py); the intake notes each part as it is stored.
+        self.albums: Albums[InboxItem] = Albums(album_key, lambda item: item.item_id)
         self._albums: dict[str, list[InboxItem]] = {}  # item id -> the rest of its album, while it is answered
 
     @property
@@ -83,10 +93,14 @@ class TelegramTurns(ChatTurns):
     def settings(self) -> TelegramSettings:
         return self._settings_ref()
 
-    async def answer(self, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
-        """Answer ``item`` and complete it (conversation/chat_turns.py). ``parts``: the rest of ``item``'s album
-        (conversation/albums.py), answered in the same turn and completed with it."""
-        self._albums[item.item_id] = list(parts)
+    async def answer(self, item: InboxItem) -> None:
+        """Answer ``item`` and complete it (conversation/chat_turns.py), with the rest of its album
+        (conversation/albums.py) in the same turn, completed with it; a part an earlier part's turn answered
+        with its album is passed over."""
+        if self.albums.taken(item):
+            return
+        _first, *parts = await self.albums.gather(item)
+        self._albums[item.item_id] = parts
         try:
             await super().answer(item)
         finally:

@@ -18,7 +18,7 @@ UNBOUNDED_UPDATES = 1 << 20
 
 class InboxBot(ExtBot):
     """ExtBot whose getUpdates persists model-bound updates before they are confirmed (next offset), and
-    returns (so confirms) only those the inbox could store (``TelegramIntake.take``)."""
+    returns (so confirms) only those the inbox could store (``TelegramIntake.fetched``)."""
 
     def __init__(self, *args: Any, on_updates: Any = None, on_first_poll: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -43,7 +43,8 @@ class InboxBot(ExtBot):
 
 class ChatOrderedProcessor(BaseUpdateProcessor):
     """Concurrent across chats, strictly in arrival order within one chat, through the frontend's chat
-    queues (conversation/chatqueue.py): a bound per chat, the owner's turns first, one slot kept for them."""
+    queues (conversation/chatqueue.py): a bound per chat, the owner's turns first, one slot kept for them. A
+    model-bound update runs no handler: the shared intake queues its turn (``TelegramIntake.take``)."""
 
     def __init__(self, frontend: Frontend) -> None:
         # The chat queues bound the work, not PTB's semaphore: with 256 places, one chat's backlog held
@@ -55,28 +56,25 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
         if not isinstance(update, Update):
             await coroutine
             return
-        chat = update.effective_chat
-        access = self.frontend.access
+        chat, fe = update.effective_chat, self.frontend
         # Button presses skip the queue: a turn may be waiting for one (confirmations); so does /stop,
-        # which is about the turn the queue is waiting for; and what the gate drops at once, taking no
-        # place in a chat's queue: a stranger's update, an update delivered again (answered already).
+        # which is about the turn the queue is waiting for; and what the gate refuses at once, taking no
+        # place in a chat's queue: a stranger's update.
         if (
             chat is None
             or update.callback_query is not None
             or (update.message is not None and command_name(update.message) == "stop")
-            or not access.allowed(update.effective_user)
-            or update.update_id in access.duplicates
+            or not fe.access.allowed(update.effective_user)
         ):
             await coroutine
             return
-        fe = self.frontend
-        if fe.intake.for_model(update, update.get_bot()):
-            fe.intake.albums.arrived(update)  # before its chat's handlers run: the album's first turn waits for it
-        if fe.intake.join_running(update, update.get_bot()):
-            coroutine.close()  # it entered the turn running in its chat (busy modes): that turn answers it
-            return
-        # Admitted in arrival order (PTB starts these tasks in that order): order holds per chat.
-        job = fe.queues.admit(chat.id, owner=access.from_owner(update))
+        # In arrival order (PTB starts these tasks in that order, and the lock is taken in that order too).
+        async with fe.intake.order:
+            if fe.intake.model_bound(update, update.get_bot()):
+                coroutine.close()
+                await fe.intake.take(update, update.get_bot())
+                return
+            job = fe.queues.admit(chat.id, owner=fe.access.from_owner(update))
         if job is None:
             coroutine.close()
             await fe.intake.over_limit(update)
