@@ -303,7 +303,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         f"{BOT}/conversation/intake.py",
         "        if arrival.joinable and turns.busy.join(",
         "        if False and turns.busy.join(",
-        "busy mode steer does nothing on Signal, Matrix, WhatsApp and Telegram: a message sent meanwhile waits its turn",
+        "busy mode steer does nothing on Signal, Matrix, WhatsApp, Telegram: a message sent meanwhile waits its turn",
         (*CHANNEL_KIT, *DISCORD_BOT),
     ),
     Mutation(
