@@ -34,16 +34,33 @@ def test_query_many_returns_each_result_in_order_and_sees_the_last_commit(db):
         pool.close()
 
 
+def _probed_threads(pool: ReaderPool) -> list[str]:
+    """The threads two ``query_many`` queries ran on."""
+    seen: list[str] = []
+    with pool.reading() as first, pool.reading() as second:  # two connections, both idle afterwards
+        for conn in (first, second):
+            conn.create_function("probe", 0, lambda: seen.append(threading.current_thread().name) or 1)
+    assert pool.query_many([("SELECT probe()", ()), ("SELECT probe()", ())]) == [[(1,)], [(1,)]]
+    return seen
+
+
 def test_query_many_uses_a_second_thread_and_connection(db):
     path, _ = db
-    pool = ReaderPool(path)
-    seen: list[str] = []
+    pool = ReaderPool(path, parallel_from=path.stat().st_size)  # as large as it must be
     try:
-        with pool.reading() as first, pool.reading() as second:  # two connections, both idle afterwards
-            for conn in (first, second):
-                conn.create_function("probe", 0, lambda: seen.append(threading.current_thread().name) or 1)
-        assert pool.query_many([("SELECT probe()", ()), ("SELECT probe()", ())]) == [[(1,)], [(1,)]]
+        seen = _probed_threads(pool)
         assert len(set(seen)) == 2 and any(name.startswith("memory-read") for name in seen)
+    finally:
+        pool.close()
+
+
+def test_query_many_on_a_small_index_stays_on_the_callers_thread(db):
+    """Below ``parallel_from`` the queries cost less than the hand-over to another thread: one after the other."""
+    path, _ = db
+    pool = ReaderPool(path, parallel_from=path.stat().st_size + 1)
+    try:
+        assert _probed_threads(pool) == [threading.current_thread().name] * 2
+        assert pool._executor is None  # no thread was started for it
     finally:
         pool.close()
 

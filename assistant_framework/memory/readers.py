@@ -26,6 +26,9 @@ Row = tuple[Any, ...]
 
 #: SQLite virtual machine steps between two looks at the clock (about a millisecond of work).
 PROGRESS_STEPS = 10_000
+#: ``query_many`` runs its queries at once only on an index file at least this large: on a smaller one each
+#: query takes less than handing it to another thread and back (a recall on a young index paid that each turn).
+PARALLEL_FROM_BYTES = 4 << 20
 
 _deadline: ContextVar[float | None] = ContextVar("memory_query_deadline", default=None)
 
@@ -49,9 +52,10 @@ def time_limit(seconds: float) -> Iterator[None]:
 class ReaderPool:
     """Read-only connections to one SQLite file, opened on demand and reused (thread-safe)."""
 
-    def __init__(self, db_path: Path, parallel: int = 2) -> None:
+    def __init__(self, db_path: Path, parallel: int = 2, parallel_from: int = PARALLEL_FROM_BYTES) -> None:
         self.db_path = db_path
         self.parallel = parallel
+        self.parallel_from = parallel_from  # the index file's size (bytes) from which queries run at once
         self._lock = threading.Lock()
         self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._opened: list[sqlite3.Connection] = []
@@ -97,8 +101,9 @@ class ReaderPool:
                 conn.set_progress_handler(None, 0)
 
     def query_many(self, queries: list[tuple[str, tuple[Any, ...]]]) -> list[list[Row]]:
-        """Several read queries at once, each on its own connection; results in the given order."""
-        if len(queries) < 2 or self.parallel < 2:
+        """Several read queries at once, each on its own connection (one after the other on an index smaller than
+        ``parallel_from``); results in the given order."""
+        if len(queries) < 2 or self.parallel < 2 or not self._large():
             return [self.query(sql, params) for sql, params in queries]
         deadline = _deadline.get()  # the executor's threads do not share this context
         with self._lock:
@@ -117,6 +122,15 @@ class ReaderPool:
                 raise result
             rows.append(result)
         return rows
+
+    def _large(self) -> bool:
+        """The index file is large enough for its queries to run at once (``parallel_from``)."""
+        if self.parallel_from <= 0:
+            return True
+        try:
+            return self.db_path.stat().st_size >= self.parallel_from
+        except OSError:
+            return True  # the queries say what is wrong
 
     def close(self) -> None:
         with self._lock:

@@ -92,6 +92,9 @@ class SkillFormats:
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[JsonObject, list[JsonObject]]] = {}
+        # A skill set's cache key by its skills' names, descriptions and schema objects (the schemas kept, so
+        # their ids stay theirs): ``schema_key`` serialises every schema, a cost each request paid before.
+        self._keys: dict[tuple[tuple[str, str, int], ...], tuple[list[object], str]] = {}
 
     def get(
         self, skills: SkillManager, runners: Sequence[RunnerConfig], names: list[str] | None = None
@@ -100,7 +103,7 @@ class SkillFormats:
         offered = skills.offered_names() if names is None else names
         loaded = [skills.get(name) for name in offered]
         triples = [(s.name, s.description, s.args_schema) for s in loaded if s is not None]
-        key = schema_key(triples)
+        key = self._key(triples)
         formats = self._cache.get(key)
         if formats is None:
             formats = (protocol_schema((n, a) for n, _, a in triples), tool_specs(triples))
@@ -109,3 +112,14 @@ class SkillFormats:
             self._cache[key] = formats
         wants_tools = any(getattr(r, "tool_transport", "json") != "json" for r in runners)
         return formats[0], (formats[1] if wants_tools else None)
+
+    def _key(self, triples: list[tuple[str, str, JsonObject]]) -> str:
+        """``schema_key`` of the skill set, serialised once per set of schema objects (a reload makes new ones)."""
+        identity = tuple((name, description, id(schema)) for name, description, schema in triples)
+        known = self._keys.get(identity)
+        if known is None:
+            known = ([schema for _, _, schema in triples], schema_key(triples))
+            if len(self._keys) >= self.KEEP:
+                self._keys.pop(next(iter(self._keys)))
+            self._keys[identity] = known
+        return known[1]

@@ -227,6 +227,8 @@ class ChannelTurns:
         already delivered, so a failure to make the audio leaves it as the answer with one log line. ``send``
         raises on a failed send, which ends the voice reply."""
         voice = self.runtime.settings.voice
+        if not voice.tts.usable:  # never spoken (wants_voice): the chat's choice need not be read
+            return
         chosen = await asyncio.to_thread(self.flags.get, conversation_id, VOICE_FLAG)
         if not wants_voice(voice, chosen, answered_voice):
             return

@@ -8,25 +8,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from assistant_framework.spending import CallTokens, CapUse, Hold, SpendingLedger, call_estimate, none_left_text
+from assistant_framework.spending import CallTokens, CapUse, Hold, SpendingLedger, none_left_text
 from messaging_llm_bot.llm.answer import Completion
 from messaging_llm_bot.llm.errors import LLMError
 from messaging_llm_bot.llm.runners import RunnerConfig
 from messaging_llm_bot.llm.slots import in_background
-from messaging_llm_bot.llm.wire import JsonObject
 
 log = logging.getLogger(__name__)
 
 
 def hold_call(
-    spending: SpendingLedger | None, runner: RunnerConfig, body: JsonObject, rest: Sequence[RunnerConfig]
+    spending: SpendingLedger | None, runner: RunnerConfig, estimate: CallTokens, rest: Sequence[RunnerConfig]
 ) -> Hold | CapUse | None:
-    """Check the request against ``runner``'s caps with its own estimate (``call_estimate``): the cap it would
-    pass (a turn's refusal is told to the owner once, naming the runner that would answer it), or its hold."""
+    """Check the request against ``runner``'s caps with its own estimate (``call_estimate`` of its body, made
+    once a call: the count after it uses the same): the cap it would pass (a turn's refusal is told to the owner
+    once, naming the runner that would answer it), or its hold."""
     if spending is None:
         return None
     background = in_background()
-    estimate = call_estimate(body)
     held = spending.hold(runner, estimate, background=background)
     if isinstance(held, CapUse) and not background:
         try:
@@ -47,7 +46,7 @@ def settle_failed_call(
     spending: SpendingLedger | None,
     runner: RunnerConfig,
     err: LLMError,
-    body: JsonObject,
+    estimate: CallTokens,
     held: Hold | CapUse | None,
     rest: Sequence[RunnerConfig],
 ) -> None:
@@ -61,7 +60,7 @@ def settle_failed_call(
         return
     try:
         following = next((r.name for r in rest if spending.blocking(r, False) is None), None)
-        spending.record(runner, call_estimate(body), hold=held, next_runner=following, whole_estimate=True)
+        spending.record(runner, estimate, hold=held, next_runner=following, whole_estimate=True)
     except Exception:  # noqa: BLE001 - bookkeeping must not hide the call's own error
         release_call(spending, held)
         log.exception("could not count the cut call to runner %r", runner.name)
@@ -80,7 +79,7 @@ def count_call(
     spending: SpendingLedger | None,
     runner: RunnerConfig,
     completion: Completion,
-    body: JsonObject,
+    estimate: CallTokens,
     held: Hold | CapUse | None,
     rest: Sequence[RunnerConfig],
 ) -> None:
@@ -93,7 +92,7 @@ def count_call(
         spending.record(
             runner,
             CallTokens(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens),
-            estimate=call_estimate(body),
+            estimate=estimate,
             answer=(completion.text or "") + (completion.reasoning or ""),
             hold=held if isinstance(held, Hold) else None,
             next_runner=following,

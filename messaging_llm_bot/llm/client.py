@@ -25,7 +25,7 @@ from assistant_framework.config import ConfigError
 from assistant_framework.config.settings import LLMSettings
 from assistant_framework.config.settings.fields import read_record
 from assistant_framework.http_deadline import Deadline
-from assistant_framework.spending import CapUse, SpendingLedger, none_left_text
+from assistant_framework.spending import CapUse, SpendingLedger, call_estimate, none_left_text
 from messaging_llm_bot.llm.answer import (
     Completion,
     error_text,
@@ -238,14 +238,15 @@ class LLMClient:
             sent = call.native_messages() if mode == TOOLS and call.native_messages else call.messages
             body_extra = format_fields(mode, call.schema, call.schema_name, call.tools, call.extra)
             body = self.build_request(candidate, sent, stream=call.stream, extra=body_extra)
-            held = hold_call(self.spending, candidate, body, later)
+            estimate = call_estimate(body)  # the caps' hold and the count after the call
+            held = hold_call(self.spending, candidate, estimate, later)
             if isinstance(held, CapUse):  # this call would pass a spending cap: the next runner answers
                 capped.append(held)
                 return None
             try:
                 completion = self._complete_on(candidate, body, call.stream, call.on_delta, call.stop)
             except LLMError as err:
-                settle_failed_call(self.spending, candidate, err, body, held, later)
+                settle_failed_call(self.spending, candidate, err, estimate, held, later)
                 if call.stop is not None and call.stop.is_set():
                     raise  # the owner stopped the turn: no other format or runner
                 if self._next_format_may_answer(candidate, mode, err, body_extra):
@@ -260,7 +261,7 @@ class LLMClient:
                 raise
             if call.schema is not None or call.tools:
                 self.formats.worked(candidate, mode)
-            count_call(self.spending, candidate, completion, body, held, later)
+            count_call(self.spending, candidate, completion, estimate, held, later)
             return completion
         return None
 
