@@ -5,6 +5,10 @@ A channel that can be set up has ``channels/<name>/setup.py`` with ``add_argumen
 answer against its server, and appends the settings to write; nothing is written until the whole run passed
 (the model's test turn). ops/setup finds the module by the registry's name (conversation/routes.py) and runs
 the channels' steps first, in the registry's order: ops/ and cli/ name no channel.
+
+What channels with a token share is here too: a configured secret kept with Enter or replaced, a secret tried
+until it works (``Steps.secret_until_works``), and the owner's id read from their first one-to-one message to
+the bot (``Steps.first_sender``; ``--discord find``, ``--slack-owner find``: ``OptInSteps.owner``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import importlib
 import importlib.util
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +38,19 @@ class Flags(Protocol):
 
 class SetupError(Exception):
     """A step that cannot be completed (bad token, no server...): setup exits 2 with this message, writing nothing."""
+
+
+#: The account flag's value that reads the owner's id from their first one-to-one message (``--discord find``).
+FIND = "find"
+
+
+@dataclass(frozen=True)
+class Sender:
+    """Someone who wrote to the bot one to one: their id on the platform, their name and their words."""
+
+    id: str
+    name: str
+    text: str
 
 
 @dataclass
@@ -108,9 +126,66 @@ class Steps:
         self.a = setup.flags
         self.io = setup.dialog
         self.settings = setup.settings
+        self.again = setup.again
 
     def _ask(self, question: str, default: str = "") -> str:
         return self.io.answer(question, default)
+
+    def kept_or_new(self, label: str, what: str) -> str | None:
+        """A ``what`` ("bot token") the config holds, kept (None: also without a terminal) or replaced by one
+        pasted at the terminal."""
+        if not self.io.interactive:
+            return None
+        self.io.say(f"{label}: a {what} is configured; press Enter to keep it, or paste a new one.")
+        return self.io.secret(f"{what.capitalize()} (empty: keep the current one): ").strip() or None
+
+    def secret_until_works(
+        self, label: str, first: str | None, ask: Callable[[], str], problem: Callable[[str], str], *, kept: bool
+    ) -> str | None:
+        """A secret ``problem`` finds nothing wrong with (its form, then a call with it: why not, or ""): ``first``
+        tried first, then at a terminal each one ``ask`` reads (empty: none, None). Without a terminal a refused one
+        ends the setup (SetupError); a refused ``kept`` one (the configured one, kept) is kept as it is (None)."""
+        secret = first
+        while True:
+            if secret is None:
+                secret = ask().strip() if self.io.interactive else ""
+                if not secret:
+                    return None
+            wrong = problem(secret)
+            if not wrong:
+                return secret
+            if kept:
+                self.io.say(f"{label}: the configured one: {wrong}; kept as it is.")
+                return None
+            if not self.io.interactive:
+                raise SetupError(f"{label}: {wrong}")
+            self.io.say(f"{label}: {wrong}")
+            secret = None
+
+    def first_sender(self, label: str, read: Callable[[float], list[Sender]], flag: str, to: str) -> Sender:
+        """Who sent the bot (``to``: "@name") the first one-to-one message within ``--wait`` seconds (``read``: who
+        wrote, waiting at most the seconds given); of several, the one the user picks (without a terminal, the
+        ``flag`` is asked for). ``flag`` with the id found is said again when nothing is written."""
+        self.io.say(f"Now send any message to {to} from your own {label} account (waiting up to {self.a.wait:g} s)...")
+        deadline = time.monotonic() + self.a.wait
+        while True:
+            found = read(max(0.0, deadline - time.monotonic()))
+            if found:
+                chosen = self._pick(label, found, flag)
+                self.again.append(f"{flag} {chosen.id}")
+                return chosen
+            if time.monotonic() >= deadline:
+                raise SetupError(f"{label}: no message arrived; run setup again, or pass {flag} ID")
+
+    def _pick(self, label: str, found: list[Sender], flag: str) -> Sender:
+        if len(found) > 1 and not self.io.interactive:
+            names = ", ".join(f"{s.name} ({s.id})" for s in found)
+            raise SetupError(f"{label}: several people wrote to the bot ({names}); pass {flag} ID")
+        said = [f"{s.name} (id {s.id}): {s.text[:40]!r}" for s in found]
+        if len(found) == 1:
+            self.io.say(f"{label}: got a message from {said[0]}")
+            return found[0]
+        return found[self.io.choose("Which one is you", said)]
 
 
 @dataclass(frozen=True)
@@ -148,6 +223,7 @@ class OptInSteps(Steps):
     section: ClassVar[str]  # "discord"
     account: ClassVar[str]  # the flag's attribute ("discord_owner")
     form: ClassVar[Form]
+    finds_owner: ClassVar[bool] = False  # the flag may say ``find``: the owner's first message read (``owner``)
 
     def __init__(self, setup: ChannelSetup) -> None:
         super().__init__(setup)
@@ -166,7 +242,7 @@ class OptInSteps(Steps):
         steps = cls(setup)
         account = getattr(steps.a, steps.account)
         if account:
-            steps.set_up(steps.form.checked(account))
+            steps.set_up(account if account == FIND and cls.finds_owner else steps.form.checked(account))
             steps.reached.append(steps.reached_as or steps.label)
 
     def set_up(self, account: str) -> None:
@@ -188,6 +264,17 @@ class OptInSteps(Steps):
             raise SetupError(f"{tried.problem}; check {hint} in {env}")
         for line in tried.said:
             self.io.say(f"{self.label}: {line}")
+
+    def owner(self, account: str, env: str, read: Callable[[str, float], list[Sender]], flag: str) -> str:
+        """``account`` as given, or with ``find`` the id of the first one-to-one message sent to the bot within
+        ``--wait`` seconds (``read``: who wrote, with the secret in the variable ``env``, waiting at most the
+        seconds given)."""
+        if account != FIND:
+            return account
+        secret = os.environ.get(env, "")
+        if not secret:
+            raise SetupError(f"{self.label}: set {env} to read your first message to the bot, or give your id")
+        return self.first_sender(self.label, lambda seconds: read(secret, seconds), flag, "the bot").id
 
     def enable(self, values: dict[str, object]) -> None:
         """``values`` (keys in the channel's section; a None value is left out, so its default stays) appended
@@ -228,7 +315,16 @@ def _setup_module(name: str) -> ModuleType | None:
 
 
 def add_channel_flags(parser: argparse.ArgumentParser) -> None:
-    """Every channel's flags of ``assistant setup``, a group each, in the registry's order."""
+    """Every channel's flags of ``assistant setup``, a group each, in the registry's order, after the flags they
+    share."""
+    shared = parser.add_argument_group("every channel (channels/setup.py)")
+    shared.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long to wait for your first message to the bot, to read your id from it (default 120)",
+    )
     for hooks in channel_setups():
         hooks.add_arguments(parser.add_argument_group(f"{hooks.channel} (channels/{hooks.channel}/setup.py)"))
 

@@ -1,23 +1,20 @@
-"""Telegram's part of ``assistant setup`` (channels/setup.py): the token checked with getMe, the owner's id
-(given, typed, or read from the first private message sent to the bot), the Bot API server. What the config
-holds already (a token, the allowlist, the server) is offered as the default and kept when not asked about."""
+"""Telegram's part of ``assistant setup`` (channels/setup.py): the token checked with getMe until it works, the
+owner's id (given, typed, or read from the first private message sent to the bot with getUpdates), the Bot API
+server. What the config holds already (a token, the allowlist, the server) is offered as the default and kept
+when not asked about; the dialog's steps every channel with a token shares are channels/setup.py's."""
 
 from __future__ import annotations
 
 import os
 import re
-import time
-from typing import TYPE_CHECKING
 
 from assistant_framework.config import TOKEN_ENV
 from assistant_framework.config.env import env_value
 from assistant_framework.json_types import JsonObject
-from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
+from messaging_llm_bot.channels.setup import ChannelSetup, Flags, Sender, SetupError, Steps
 
 # The Bot API calls (channels/telegram/probe.py) are imported by the steps that make them: every `assistant`
 # command reads this module for its flags.
-if TYPE_CHECKING:
-    from messaging_llm_bot.channels.telegram.probe import ProbedSender
 
 #: A bot token as @BotFather gives it: the bot's id, a colon, then letters, digits, ``_`` and ``-``.
 TOKEN_FORM = re.compile(r"\d{1,20}:[A-Za-z0-9_-]{1,100}")
@@ -33,13 +30,6 @@ def add_arguments(parser: Flags) -> None:
     parser.add_argument(
         "--owner-id", type=int, help="your numeric Telegram user id (else: write to the bot and it is read)"
     )
-    parser.add_argument(
-        "--wait",
-        type=float,
-        default=120.0,
-        metavar="SECONDS",
-        help="how long to wait for your message to the bot (default 120)",
-    )
 
 
 def steps(setup: ChannelSetup) -> None:
@@ -51,8 +41,6 @@ def steps(setup: ChannelSetup) -> None:
         allowed = telegram.owner(*checked)
         setup.dialog.say(f"Telegram: only user(s) {', '.join(map(str, allowed))} may talk to the bot.")
         setup.settings.append(("telegram.allowed_user_ids", allowed))
-    if telegram.found_owner is not None:
-        setup.again.append(f"--owner-id {telegram.found_owner}")
     if checked is not None or telegram.current_token:
         setup.reached.append("Telegram")
 
@@ -63,7 +51,7 @@ def token_problem(token: str) -> str | None:
         return None
     return (
         "that does not look like a bot token (@BotFather's tokens are the bot's number, a colon, then letters "
-        "and digits, e.g. 123456789:AAH4x...); paste the whole token"
+        "and digits, e.g. 123456789:AAH4x...); paste the whole token."
     )
 
 
@@ -81,8 +69,6 @@ class TelegramSteps(Steps):
         ]
         base = telegram.get("base_url")
         self.current_base_url = base if isinstance(base, str) and base else None
-        #: The owner's id when it was read from a message (said again if nothing is written).
-        self.found_owner: int | None = None
 
     def telegram_base_url(self) -> str | None:
         """The Bot API server: ``--telegram-base-url`` as users write it (http://host:8081, with or
@@ -112,51 +98,45 @@ class TelegramSteps(Steps):
         first = self._first_token()
         if first is None:
             return None
-        token, from_env, kept = first
-        while True:
-            if token is None:
-                if not self.io.interactive:
-                    self.io.say("Telegram: no --token given; skipped (the terminal chat works: `make chat`).")
-                    return None
-                self.io.say("Telegram: create a bot with @BotFather (/newbot) and paste its token (empty: skip).")
-                token = self.io.secret("Bot token: ").strip()
-                if not token:
-                    return None
-            problem = token_problem(token)
-            if problem is not None:
-                if not self.io.interactive:
-                    raise SetupError(f"Telegram: {problem}")
-                self.io.say(f"Telegram: {problem}.")
-                token = None
-                continue
+        token, kept = first
+        if token is None and not self.io.interactive:
+            self.io.say("Telegram: no --token given; skipped (the terminal chat works: `make chat`).")
+            return None
+        me: JsonObject = {}
+
+        def ask() -> str:
+            self.io.say("Telegram: create a bot with @BotFather (/newbot) and paste its token (empty: skip).")
+            return self.io.secret("Bot token: ")
+
+        def problem(token: str) -> str:
+            wrong = token_problem(token)
+            if wrong is not None:
+                return wrong
             answer = get_me(token, base_url=base_url)
             if answer.ok:
-                me = answer.result or {}
-                self._accepted(token, me, base_url, written=not from_env and not kept)
-                return token, me
-            if kept:
-                self.io.say(f"Telegram: the configured token: {answer.error}; kept as it is, with its allowlist.")
-                return None
-            if not self.io.interactive:
-                raise SetupError(f"Telegram: {answer.error}")
-            self.io.say(f"Telegram: {answer.error}")
-            token = None
+                me.update(answer.result or {})
+            return answer.error
 
-    def _first_token(self) -> tuple[str | None, bool, bool] | None:
-        """(the token to try first: --token, the environment's, or the configured one kept or replaced; it came
-        from the environment; it is the configured one kept), or None to keep the configured token unasked."""
+        token = self.secret_until_works("Telegram", token, ask, problem, kept=kept)
+        if token is None:
+            return None
+        self._accepted(token, me, base_url, written=token not in (self.current_token, os.environ.get(TOKEN_ENV)))
+        return token, me
+
+    def _first_token(self) -> tuple[str | None, bool] | None:
+        """(the token to try first: --token, the environment's, or the configured one kept or replaced; it is the
+        configured one kept), or None to keep the configured token unasked."""
         if self.a.token is not None:
-            return self.a.token, False, False
+            return self.a.token, False
         if os.environ.get(TOKEN_ENV):
-            return os.environ[TOKEN_ENV], True, False
+            return os.environ[TOKEN_ENV], False
         if not self.current_token:
-            return None, False, False
+            return None, False
         if not self.io.interactive:
             self.io.say("Telegram: no --token given; the configured token and allowlist are kept.")
             return None
-        self.io.say("Telegram: a bot token is configured; press Enter to keep it, or paste a new one.")
-        typed = self.io.secret("Bot token (empty: keep the current one): ").strip()
-        return (typed, False, False) if typed else (self.current_token, False, True)
+        typed = self.kept_or_new("Telegram", "bot token")
+        return (typed, False) if typed else (self.current_token, True)
 
     def _accepted(self, token: str, me: JsonObject, base_url: str | None, *, written: bool) -> None:
         """The token getMe accepted: said, and written to the config (``written``: not the environment's or
@@ -194,16 +174,12 @@ class TelegramSteps(Steps):
         return [owner, *(i for i in current if i != owner)]
 
     def _read_owner(self, token: str, me: JsonObject) -> int:
-        """The id of the first private message sent to the bot within ``--wait`` seconds."""
+        """The id of the first private message sent to the bot within ``--wait`` seconds (getUpdates)."""
         from messaging_llm_bot.channels.telegram.probe import call, senders
 
         base_url = self.telegram_base_url()
-        self.io.say(
-            f"Now send any message to @{me.get('username')} from your own Telegram account "
-            f"(waiting up to {self.a.wait:g} s)..."
-        )
-        deadline = time.monotonic() + self.a.wait
-        while True:
+
+        def read(_seconds: float) -> list[Sender]:
             answer = call(
                 token, "getUpdates", {"timeout": 2, "allowed_updates": ["message"]}, base_url=base_url, timeout=15
             )
@@ -213,22 +189,9 @@ class TelegramSteps(Steps):
                     "(another running bot, or a webhook, takes them: stop it or pass --owner-id)"
                 )
             found = senders(answer.result or [])
-            if found:
-                chosen = self._pick_sender(found)
-                # Confirm what was read, so the bot does not answer the setup message on its first start.
+            if found:  # what was read confirmed, so that the bot does not answer it on its first start
                 last = max(u["update_id"] for u in answer.result)
                 call(token, "getUpdates", {"offset": last + 1, "timeout": 0}, base_url=base_url)
-                self.found_owner = chosen
-                return chosen
-            if time.monotonic() >= deadline:
-                raise SetupError("Telegram: no message arrived; run setup again, or pass --owner-id ID")
+            return found
 
-    def _pick_sender(self, found: list[ProbedSender]) -> int:
-        if len(found) > 1 and not self.io.interactive:
-            names = ", ".join(f"{s.name} ({s.id})" for s in found)
-            raise SetupError(f"Telegram: several people wrote to the bot ({names}); pass --owner-id ID")
-        said = [f"{s.name} (id {s.id}): {s.text[:40]!r}" for s in found]
-        if len(found) == 1:
-            self.io.say(f"Telegram: got a message from {said[0]}")
-            return found[0].id
-        return found[self.io.choose("Which one is you", said)].id
+        return int(self.first_sender("Telegram", read, "--owner-id", f"@{me.get('username')}").id)
