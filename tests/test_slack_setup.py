@@ -69,3 +69,32 @@ def test_setup_writes_socket_mode_and_refuses_a_wrong_app_token(
         written = json.loads((config / "local" / "slack.json").read_text())
         assert written["socket_mode"] is True and written["app_token_env"] == "SL_SETUP_APP"
         assert "signing_secret_env" not in written and slack.app_token not in json.dumps(written)
+
+
+def test_setup_reads_the_owner_from_their_first_dm_to_the_bot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--slack-owner find``: the member id of whoever wrote to the bot in a DM (the bot's own messages are no
+    one's); nobody writing, or several people without a terminal, ends setup with nothing written, naming the
+    flag."""
+    config = example_config(tmp_path)
+    monkeypatch.setenv("SL_SETUP_SECRET", "a-signing-secret-0123456789")
+    with FakeChatServer() as chat, FakeSlackAPI() as slack:
+        chat.set_handler(lambda request: "OK")
+        monkeypatch.setenv("SL_SETUP_TOKEN", slack.token)
+        dm = slack.add_user("U0OWNER001")
+        slack.post_message({"channel": dm, "text": "the bot's own words"})
+        assert _setup(config, tmp_path, chat, slack, "find", "--wait", "0.5") == 2
+        err = capsys.readouterr().err
+        assert "no message arrived" in err and "--slack-owner ID" in err
+        assert not (config / "local" / "slack.json").exists()
+
+        slack.dm("U0OWNER001", "hello, it's me")
+        assert _setup(config, tmp_path, chat, slack, "find", "--wait", "5") == 0, capsys.readouterr()
+        out = capsys.readouterr().out
+        assert 'got a message from U0OWNER001 (id U0OWNER001): "hello, it\'s me"' in out, out
+        assert json.loads((config / "local" / "slack.json").read_text())["allowed"] == ["U0OWNER001"]
+
+        slack.dm("U0FRIEND01", "me too")
+        assert _setup(config, tmp_path, chat, slack, "find", "--wait", "5") == 2
+        assert "several people wrote to the bot" in capsys.readouterr().err

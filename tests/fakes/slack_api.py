@@ -19,6 +19,11 @@ fake.base_url`` (``http://127.0.0.1:<port>/api/``). What it answers, as Slack do
 - ``chat.update``: ``channel``, ``ts`` (a message of that channel, else ``message_not_found``; one the bot did not
   post ``cant_update_message``), ``text`` (the same bounds): ``{"ok", "channel", "ts", "text", "message"}``.
 - ``conversations.open``: ``users`` (one known user id, else ``user_not_found``): ``{"ok", "channel": {"id"}}``.
+- ``conversations.list``: ``types`` (comma-separated; ``im`` gives the bot's DMs ``{"id", "is_im": true, "user"}``,
+  the others none here): ``{"ok", "channels", "response_metadata": {"next_cursor": ""}}``.
+- ``conversations.history``: ``channel`` (known, else ``channel_not_found``), optional ``oldest`` (a ``ts``): the
+  channel's messages after it, newest first, ``{"type": "message", "user", "text", "ts"}`` (a thread's replies
+  left out): ``{"ok", "messages", "has_more": false}``.
 - Files in: ``user_file(user, name, mimetype, data, text)`` is the ``file_share`` message of ``user`` sharing a
   file in their DM; its ``url_private`` (``GET /files-pri/<team>-<id>/<name>``) answers the bytes only with the
   bot token as ``Authorization: Bearer`` (else 403; Slack shows its sign-in page instead).
@@ -460,6 +465,24 @@ class FakeSlackAPI:
             shown = [{"id": one["id"], "title": self.files[one["id"]]["title"], "name": self.files[one["id"]]["name"]}]
         return {"files": shown}
 
+    def list_conversations(self, args: dict[str, Any]) -> dict:
+        with self._lock:
+            dms = [{"id": channel, "is_im": True, "user": user} for user, channel in self.dms.items()]
+        wanted = str(args.get("types") or "public_channel").split(",")
+        return {"channels": dms if "im" in wanted else [], "response_metadata": {"next_cursor": ""}}
+
+    def history(self, args: dict[str, Any]) -> dict:
+        channel, oldest = str(args.get("channel") or ""), float(args.get("oldest") or 0)
+        with self._lock:
+            if channel not in self.channels:
+                raise SlackError("channel_not_found")
+            found = [
+                {"type": "message", "user": m["user"], "text": m["history"][-1], "ts": m["ts"]}
+                for m in self.messages
+                if m["channel"] == channel and float(m["ts"]) > oldest and not m.get("thread_ts")
+            ]
+        return {"messages": found[::-1], "has_more": False}
+
     def open_conversation(self, args: dict[str, Any]) -> dict:
         users = str(args.get("users") or "")
         if "," in users or users not in self.dms:
@@ -472,6 +495,8 @@ _METHODS = {
     "chat.postMessage": FakeSlackAPI.post_message,
     "chat.update": FakeSlackAPI.update,
     "conversations.open": FakeSlackAPI.open_conversation,
+    "conversations.list": FakeSlackAPI.list_conversations,
+    "conversations.history": FakeSlackAPI.history,
     "files.getUploadURLExternal": FakeSlackAPI.upload_url,
     "files.completeUploadExternal": FakeSlackAPI.complete_upload,
 }

@@ -1,6 +1,7 @@
 """What doctor and setup ask Slack: does the bot token work (``auth.test``), does the app-level token open a Socket
-Mode connection (``apps.connections.open``: a URL, not used), and does the running bot's request URL answer a
-signed ``url_verification`` (so it holds the same signing secret)."""
+Mode connection (``apps.connections.open``: a URL, not used), does the running bot's request URL answer a
+signed ``url_verification`` (so it holds the same signing secret), and who wrote to the bot in a DM
+(``conversations.list`` and ``conversations.history``: the owner's id for setup)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import time
 from dataclasses import dataclass
 
 import httpx
+
+from messaging_llm_bot.channels.setup import Sender, SetupError
 
 TIMEOUT_SECONDS = 10
 
@@ -69,3 +72,26 @@ def verify_url(url: str, signing_secret: str) -> tuple[int, bool]:
     }
     response = httpx.post(url, content=body.encode(), headers=headers, timeout=TIMEOUT_SECONDS)
     return response.status_code, response.status_code == 200 and response.text == challenge
+
+
+def dm_senders(base_url: str, token: str, since: float) -> list[Sender]:
+    """Who wrote to the bot in a DM after ``since`` (a Unix time), oldest first, each once (the scopes im:read and
+    im:history); a refusal or no answer is a SetupError naming Slack's error."""
+    from slack_sdk import WebClient
+    from slack_sdk.errors import SlackApiError, SlackClientError
+
+    client = WebClient(token=token, base_url=base_url, timeout=TIMEOUT_SECONDS, retry_handlers=[])
+    found: dict[str, Sender] = {}
+    try:
+        bot = client.auth_test().get("user_id")
+        for dm in client.conversations_list(types="im").get("channels") or []:
+            history = client.conversations_history(channel=dm["id"], oldest=f"{since:.6f}").get("messages") or []
+            for message in reversed(history):
+                user = str(message.get("user") or "")
+                if user and user != bot and not message.get("bot_id") and not message.get("subtype"):
+                    found.setdefault(user, Sender(user, user, str(message.get("text") or "")))
+    except SlackApiError as err:
+        raise SetupError(f"Slack: reading the bot's DMs failed: {err.response.get('error')}") from None
+    except (OSError, SlackClientError) as err:
+        raise SetupError(f"Slack: the Web API cannot be reached: {type(err).__name__}") from None
+    return list(found.values())

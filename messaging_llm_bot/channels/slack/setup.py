@@ -1,16 +1,17 @@
 """Slack's part of ``assistant setup`` (``--slack-owner USER_ID``, docs/slack.md; channels/setup.py): the
 environment variables holding the bot token and the signing secret, or with ``--slack-app-token-env`` the
-app-level token of Socket Mode (never written), and the owner's member id. Each token is tried when its
-variable is set (channels/slack/probe.py); the settings are written with ``slack.enabled`` last, and what to set
-in the app (the request URL, or Socket Mode) is said."""
+app-level token of Socket Mode (never written), and the owner's member id (``--slack-owner find``: read from
+their first DM to the bot). Each token is tried when its variable is set (channels/slack/probe.py); the settings
+are written with ``slack.enabled`` last, and what to set in the app (the request URL, or Socket Mode) is said."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
+import time
 
-from messaging_llm_bot.channels.setup import Flags, Form, OptInSteps, SetupError, Tried
-from messaging_llm_bot.channels.slack.probe import probe_app_token, probe_token
+from messaging_llm_bot.channels.setup import Flags, Form, OptInSteps, Sender, SetupError, Tried
+from messaging_llm_bot.channels.slack.probe import dm_senders, probe_app_token, probe_token
 
 TOKEN_ENV = "SLACK_BOT_TOKEN"
 SECRET_ENV = "SLACK_SIGNING_SECRET"
@@ -21,6 +22,7 @@ DEFAULT_BASE_URL = "https://slack.com/api/"
 class SlackSteps(OptInSteps):
     label, section, account = "Slack", "slack", "slack_owner"
     form = Form(re.compile(r"[UW][A-Z0-9]{2,20}"), "is not a Slack member id (U024BE7LH: your profile, Copy member ID)")
+    finds_owner = True
 
     def set_up(self, account: str) -> None:
         a = self.a
@@ -34,11 +36,17 @@ class SlackSteps(OptInSteps):
             return Tried((f"the token in {token_env} is the bot {reached.bot} in {reached.team}.",), reached.problem)
 
         self.try_secret(token_env, "the bot token", tried, "the bot token")
+        since = time.time() - a.wait  # a DM sent within the wait before setup reached this step counts too
+
+        def read(token: str, seconds: float) -> list[Sender]:
+            return _read_dms(base_url, token, since, seconds)
+
+        owner = self.owner(account, token_env, read, "--slack-owner")
         self.enable(
             {
                 "bot_token_env": token_env,
                 **events,
-                "allowed": [account],
+                "allowed": [owner],
                 "base_url": base_url if base_url != DEFAULT_BASE_URL else None,
             }
         )
@@ -70,6 +78,15 @@ class SlackSteps(OptInSteps):
         return {"socket_mode": True, "app_token_env": env}
 
 
+def _read_dms(base_url: str, token: str, since: float, seconds: float) -> list[Sender]:
+    """Who wrote to the bot in a DM after ``since``; nobody yet: after a pause of at most 2 s (of ``seconds``)."""
+    _needs_sdk()
+    found = dm_senders(base_url, token, since)
+    if not found:
+        time.sleep(min(2.0, seconds))
+    return found
+
+
 def _needs_sdk() -> None:
     if importlib.util.find_spec("slack_sdk") is None:
         raise SetupError("the Slack channel needs slack-sdk: pip install -e '.[slack]'")
@@ -80,7 +97,8 @@ def add_arguments(parser: Flags) -> None:
         parser,
         "--slack-owner",
         "USER_ID",
-        "your Slack member id, U024BE7LH: the Slack channel answers it (docs/slack.md)",
+        "your Slack member id, U024BE7LH, or find: read from your first DM to the bot; the Slack channel answers "
+        "it (docs/slack.md)",
     )
     parser.add_argument("--slack-token-env", metavar="NAME", help=f"the variable holding the bot token ({TOKEN_ENV})")
     parser.add_argument(
