@@ -45,7 +45,7 @@ FIND = "find"
 
 
 @dataclass(frozen=True)
-class Sender:
+class FirstSender:
     """Someone who wrote to the bot one to one: their id on the platform, their name and their words."""
 
     id: str
@@ -162,7 +162,7 @@ class Steps:
             self.io.say(f"{label}: {wrong}")
             secret = None
 
-    def first_sender(self, label: str, read: Callable[[float], list[Sender]], flag: str, to: str) -> Sender:
+    def first_sender(self, label: str, read: Callable[[float], list[FirstSender]], flag: str, to: str) -> FirstSender:
         """Who sent the bot (``to``: "@name") the first one-to-one message within ``--wait`` seconds (``read``: who
         wrote, waiting at most the seconds given); of several, the one the user picks (without a terminal, the
         ``flag`` is asked for). ``flag`` with the id found is said again when nothing is written."""
@@ -177,7 +177,7 @@ class Steps:
             if time.monotonic() >= deadline:
                 raise SetupError(f"{label}: no message arrived; run setup again, or pass {flag} ID")
 
-    def _pick(self, label: str, found: list[Sender], flag: str) -> Sender:
+    def _pick(self, label: str, found: list[FirstSender], flag: str) -> FirstSender:
         if len(found) > 1 and not self.io.interactive:
             names = ", ".join(f"{s.name} ({s.id})" for s in found)
             raise SetupError(f"{label}: several people wrote to the bot ({names}); pass {flag} ID")
@@ -265,7 +265,7 @@ class OptInSteps(Steps):
         for line in tried.said:
             self.io.say(f"{self.label}: {line}")
 
-    def owner(self, account: str, env: str, read: Callable[[str, float], list[Sender]], flag: str) -> str:
+    def owner(self, account: str, env: str, read: Callable[[str, float], list[FirstSender]], flag: str) -> str:
         """``account`` as given, or with ``find`` the id of the first one-to-one message sent to the bot within
         ``--wait`` seconds (``read``: who wrote, with the secret in the variable ``env``, waiting at most the
         seconds given)."""

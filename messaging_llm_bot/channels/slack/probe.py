@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from messaging_llm_bot.channels.setup import Sender, SetupError
+from messaging_llm_bot.channels.setup import FirstSender, SetupError
 
 TIMEOUT_SECONDS = 10
 
@@ -74,14 +74,14 @@ def verify_url(url: str, signing_secret: str) -> tuple[int, bool]:
     return response.status_code, response.status_code == 200 and response.text == challenge
 
 
-def dm_senders(base_url: str, token: str, since: float) -> list[Sender]:
+def dm_senders(base_url: str, token: str, since: float) -> list[FirstSender]:
     """Who wrote to the bot in a DM after ``since`` (a Unix time), oldest first, each once (the scopes im:read and
     im:history); a refusal or no answer is a SetupError naming Slack's error."""
     from slack_sdk import WebClient
     from slack_sdk.errors import SlackApiError, SlackClientError
 
     client = WebClient(token=token, base_url=base_url, timeout=TIMEOUT_SECONDS, retry_handlers=[])
-    found: dict[str, Sender] = {}
+    found: dict[str, FirstSender] = {}
     try:
         bot = client.auth_test().get("user_id")
         for dm in client.conversations_list(types="im").get("channels") or []:
@@ -89,7 +89,7 @@ def dm_senders(base_url: str, token: str, since: float) -> list[Sender]:
             for message in reversed(history):
                 user = str(message.get("user") or "")
                 if user and user != bot and not message.get("bot_id") and not message.get("subtype"):
-                    found.setdefault(user, Sender(user, user, str(message.get("text") or "")))
+                    found.setdefault(user, FirstSender(user, user, str(message.get("text") or "")))
     except SlackApiError as err:
         raise SetupError(f"Slack: reading the bot's DMs failed: {err.response.get('error')}") from None
     except (OSError, SlackClientError) as err:

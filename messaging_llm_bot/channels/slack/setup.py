@@ -10,7 +10,7 @@ import importlib.util
 import re
 import time
 
-from messaging_llm_bot.channels.setup import Flags, Form, OptInSteps, Sender, SetupError, Tried
+from messaging_llm_bot.channels.setup import FirstSender, Flags, Form, OptInSteps, SetupError, Tried
 from messaging_llm_bot.channels.slack.probe import dm_senders, probe_app_token, probe_token
 
 TOKEN_ENV = "SLACK_BOT_TOKEN"
@@ -38,7 +38,7 @@ class SlackSteps(OptInSteps):
         self.try_secret(token_env, "the bot token", tried, "the bot token")
         since = time.time() - a.wait  # a DM sent within the wait before setup reached this step counts too
 
-        def read(token: str, seconds: float) -> list[Sender]:
+        def read(token: str, seconds: float) -> list[FirstSender]:
             return _read_dms(base_url, token, since, seconds)
 
         owner = self.owner(account, token_env, read, "--slack-owner")
@@ -78,7 +78,7 @@ class SlackSteps(OptInSteps):
         return {"socket_mode": True, "app_token_env": env}
 
 
-def _read_dms(base_url: str, token: str, since: float, seconds: float) -> list[Sender]:
+def _read_dms(base_url: str, token: str, since: float, seconds: float) -> list[FirstSender]:
     """Who wrote to the bot in a DM after ``since``; nobody yet: after a pause of at most 2 s (of ``seconds``)."""
     _needs_sdk()
     found = dm_senders(base_url, token, since)

@@ -13,7 +13,7 @@ import requests
 
 from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
 from assistant_framework.json_types import JsonObject
-from messaging_llm_bot.channels.setup import Sender
+from messaging_llm_bot.channels.setup import FirstSender
 from messaging_llm_bot.channels.telegram.settings import OFFICIAL_BASE_URL
 
 #: A Bot API answer to getMe/getUpdates larger than this is refused.
@@ -79,9 +79,9 @@ def get_me(token: str, *, base_url: str | None = None, timeout: float = 10.0) ->
     return call(token, "getMe", base_url=base_url, timeout=timeout)
 
 
-def senders(updates: list[JsonObject]) -> list[Sender]:
+def senders(updates: list[JsonObject]) -> list[FirstSender]:
     """The distinct private-chat senders of ``getUpdates`` results, newest last."""
-    found: dict[int, Sender] = {}
+    found: dict[int, FirstSender] = {}
     for update in updates or []:
         message = update.get("message") or update.get("edited_message") or {}
         user = message.get("from") or {}
@@ -93,5 +93,5 @@ def senders(updates: list[JsonObject]) -> list[Sender]:
             or str(user["id"])
         )
         found.pop(user["id"], None)
-        found[user["id"]] = Sender(str(user["id"]), name, message.get("text") or "")
+        found[user["id"]] = FirstSender(str(user["id"]), name, message.get("text") or "")
     return list(found.values())

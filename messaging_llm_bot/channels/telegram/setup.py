@@ -11,7 +11,7 @@ import re
 from assistant_framework.config import TOKEN_ENV
 from assistant_framework.config.env import env_value
 from assistant_framework.json_types import JsonObject
-from messaging_llm_bot.channels.setup import ChannelSetup, Flags, Sender, SetupError, Steps
+from messaging_llm_bot.channels.setup import ChannelSetup, FirstSender, Flags, SetupError, Steps
 
 # The Bot API calls (channels/telegram/probe.py) are imported by the steps that make them: every `assistant`
 # command reads this module for its flags.
@@ -179,7 +179,7 @@ class TelegramSteps(Steps):
 
         base_url = self.telegram_base_url()
 
-        def read(_seconds: float) -> list[Sender]:
+        def read(_seconds: float) -> list[FirstSender]:
             answer = call(
                 token, "getUpdates", {"timeout": 2, "allowed_updates": ["message"]}, base_url=base_url, timeout=15
             )
