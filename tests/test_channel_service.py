@@ -9,7 +9,6 @@ from pathlib import Path
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.email.service import EmailService
-from messaging_llm_bot.channels.matrix.service import MatrixService
 from messaging_llm_bot.conversation.shutdown import take_lock
 
 
@@ -50,6 +49,9 @@ def test_a_second_copy_on_the_same_workspace_is_refused_in_one_line(tmp_path: Pa
 
 
 def test_a_config_that_cannot_run_is_refused_naming_the_key(tmp_path: Path, capsys, monkeypatch) -> None:
+    # Imported here: matrix-nio costs each xdist worker 0.2 s of CPU at collection, and only this test needs it.
+    from messaging_llm_bot.channels.matrix.service import MatrixService
+
     monkeypatch.delenv("TEST_MATRIX_PASSWORD_UNSET", raising=False)
     matrix = {
         "enabled": True,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 from assistant_framework.inbox import Inbox
-from messaging_llm_bot.channels.matrix.events import ENCRYPTED_TEXT
 from messaging_llm_bot.channels.matrix.format import html_of, render_matrix
 from messaging_llm_bot.conversation.progress import STREAM_CURSOR
 from tests.matrix_harness import MatrixWorld
@@ -114,6 +113,10 @@ def test_an_encrypted_room_is_told_once_that_the_bot_cannot_read_it(
     matrix.owner.send_event(room, "m.room.encrypted", sealed)
     wait_until(lambda: _bot_texts(matrix, room), timeout=20, what="the sentence")
     wait_until(lambda: "e2ee:" in workspace.read_text("state/matrix/state.json", default=""), what="told")
+    # Imported here, not at the top: matrix-nio costs every xdist worker 0.2 s of CPU at collection, and only the
+    # worker that runs this file's tests needs it.
+    from messaging_llm_bot.channels.matrix.events import ENCRYPTED_TEXT
+
     assert _bot_texts(matrix, room) == [ENCRYPTED_TEXT]
 
 

@@ -227,3 +227,24 @@ def test_result_text_for_values() -> None:
 def test_builtin_dir_points_at_repo_skills() -> None:
     assert BUILTIN_SKILLS_DIR == Path(__file__).resolve().parent.parent / "skills"
     assert (BUILTIN_SKILLS_DIR / "tasks" / "__init__.py").is_file()
+
+
+def test_a_manager_given_anothers_load_imports_nothing_and_keeps_its_own_workspace(
+    tmp_path: Path, test_skills_dir: Path
+) -> None:
+    """``from_config(..., loaded=other)`` (the eval: one import for all cases): the folders' skills are the other
+    manager's objects, not imported again; calls and the ``SKILL.md`` skills are this workspace's."""
+    config = {"runtime": {"timezone": "UTC", "skills_dirs": [str(test_skills_dir)]}}
+    first_ws, second_ws = Workspace(tmp_path / "first"), Workspace(tmp_path / "second")
+    tone = second_ws.root / ".agents" / "skills" / "tone"
+    tone.mkdir(parents=True)
+    (tone / "SKILL.md").write_text("---\nname: tone\ndescription: How to write.\n---\nBe brief.\n", encoding="utf-8")
+    first = SkillManager.from_config(config, first_ws)
+    second = SkillManager.from_config(config, second_ws, loaded=first)
+    assert second.get("save_note").run is first.get("save_note").run  # the same import
+    assert second.get("time").run is first.get("time").run  # the built-ins too
+    assert second.run("save_note", {"name": "x", "text": "hi"}).ok
+    assert second_ws.read_text("notes/x.md") == "hi" and not (first_ws.root / "notes" / "x.md").exists()
+    assert "skill_doc" in second.names() and "skill_doc" not in first.names()
+    assert set(second.names()) - set(first.names()) == {"skill_doc"} | ({"run_script"} & set(second.names()))
+    assert SkillManager.from_config(config, second_ws).get("save_note").run is not first.get("save_note").run

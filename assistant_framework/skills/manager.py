@@ -132,13 +132,17 @@ class SkillManager:
         defer: bool = False,
         sources: Sequence[SkillSource] = (),
         settings: Settings | None = None,
+        loaded: SkillManager | None = None,
     ) -> SkillManager:
         """Built-in skills first, then ``runtime.skills_dirs``, then ``sources``; timeouts and limits
         from ``runtime``.
 
         With ``defer`` the folders are imported (and the sources loaded) on first use, or by
         ``ensure_loaded`` from a thread. ``settings`` are the config's records when the caller built them
-        (once per load or ``/reload``); else they are read from ``config``.
+        (once per load or ``/reload``); else they are read from ``config``. ``loaded``: a manager built from
+        the same config and sources for another workspace, whose folders' and sources' skills are taken as
+        it loaded them instead of importing the folders again (the eval's cases, each in a fresh workspace);
+        the ``SKILL.md`` skills are this workspace's own.
         """
         settings = settings if settings is not None else Settings.from_config(config)
         runtime = settings.runtime
@@ -150,11 +154,13 @@ class SkillManager:
             timeout_seconds=runtime.skill_timeout_seconds,
             timeouts=dict(runtime.skill_timeouts),
             result_limit_chars=runtime.skill_result_limit_chars,
-            defer=defer,
+            defer=defer or loaded is not None,
             sources=sources,
             agent_skill_dirs=agent_skill_dirs(runtime.skills_dirs, workspace),
         )
         manager.default_context = SkillContext(config=config, timezone=runtime.timezone, settings=settings)
+        if loaded is not None:
+            manager._take_loaded(loaded)
         return manager
 
     # -- loading ---------------------------------------------------------------
@@ -186,6 +192,18 @@ class SkillManager:
         self._plain_errors = found.errors
         self._plain_validators = found.validators
         self._module_names = found.module_names
+        self.library.refresh(taken=self._plain)
+        self._with_agent_skills()
+        self._once.done = True
+
+    def _take_loaded(self, other: SkillManager) -> None:
+        """``other``'s folders' and sources' skills as it loaded them (no import), with this workspace's
+        ``SKILL.md`` skills; this manager counts as loaded."""
+        other.ensure_loaded()
+        self._plain = dict(other._plain)
+        self._plain_errors = list(other._plain_errors)
+        self._plain_validators = dict(other._plain_validators)
+        self._module_names = list(other._module_names)
         self.library.refresh(taken=self._plain)
         self._with_agent_skills()
         self._once.done = True

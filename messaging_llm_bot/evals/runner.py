@@ -95,15 +95,18 @@ def _seed(workspace: Workspace, case: EvalCase, settings_budget: int, when: date
             pending_user = None
 
 
-def run_case(case: EvalCase, config: JsonObject, llm: LLMClient) -> CaseResult:
-    """Run one case in a fresh workspace and score it."""
+def run_case(
+    case: EvalCase, config: JsonObject, llm: LLMClient, skills_loaded: SkillManager | None = None
+) -> CaseResult:
+    """Run one case in a fresh workspace and score it. ``skills_loaded``: the skills as a manager of the same
+    config loaded them (``run_cases`` imports the skill folders once for all cases); None: imported here."""
     settings = Settings.from_config(config)  # once: the zone, the skills and the agent read the same records
     zone = ZoneInfo(settings.runtime.timezone)
     now = datetime.fromisoformat(case.now or DEFAULT_NOW)
     now = now if now.tzinfo else now.replace(tzinfo=zone)
     with tempfile.TemporaryDirectory(prefix="assistant-eval-") as tmp:
         workspace = Workspace(tmp)
-        skills = SkillManager.from_config(config, workspace, settings=settings)
+        skills = SkillManager.from_config(config, workspace, settings=settings, loaded=skills_loaded)
         agent = Agent(settings, workspace, skills, llm, clock=lambda: now)
         _seed(workspace, case, history_budget_chars(agent.settings.runtime), now)
         started = time.perf_counter()
@@ -149,13 +152,16 @@ def run_cases(
     client = llm if llm is not None else LLMClient.from_section(config.get("llm") or {})
     results: list[CaseResult] = []
     try:
-        for index, case in enumerate(cases, 1):
-            if client.refusal() is not None:
-                break
-            outcome = run_case(case, config, client)
-            results.append(outcome)
-            if progress:
-                progress(index, len(cases), outcome)
+        # The skill folders imported once for all cases (each case's manager takes them, in its own workspace).
+        with tempfile.TemporaryDirectory(prefix="assistant-eval-skills-") as tmp:
+            skills = SkillManager.from_config(config, Workspace(tmp))
+            for index, case in enumerate(cases, 1):
+                if client.refusal() is not None:
+                    break
+                outcome = run_case(case, config, client, skills)
+                results.append(outcome)
+                if progress:
+                    progress(index, len(cases), outcome)
     finally:
         if llm is None:
             client.close()
