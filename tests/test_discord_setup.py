@@ -6,6 +6,7 @@ and the application's message content intent."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,17 +15,21 @@ from messaging_llm_bot.cli.main import main
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.discord_api import FakeDiscordAPI
 from tests.setup_runs import channel_setup, example_config
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 OWNER = "80351110224678912"
 
 
-def _setup(config: Path, tmp_path: Path, chat: FakeChatServer, discord: FakeDiscordAPI, owner: str = OWNER) -> int:
+def _setup(
+    config: Path, tmp_path: Path, chat: FakeChatServer, discord: FakeDiscordAPI, owner: str = OWNER, *more: str
+) -> int:
     return channel_setup(
         config,
         tmp_path,
         chat,
         *("--discord", owner, "--discord-base-url", discord.base_url, "--discord-token-env", "DC_SETUP_TOKEN"),
+        *more,
     )
 
 
@@ -83,3 +88,34 @@ def test_doctor_checks_the_token_the_intent_and_the_allowlist(
         assert checks["discord allowlist"]["status"] == "fail"
         assert checks["discord token"]["status"] == "fail" and "401" in checks["discord token"]["detail"]
         assert "wrong-token" not in json.dumps(checks)  # the token is never shown
+
+
+def test_setup_reads_the_owner_from_their_first_dm_through_the_gateway(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--discord find``: the user id of whoever writes to the bot in a DM while setup holds the gateway open (a
+    message in a server is no one's), written as the allowlist; nobody writing ends setup naming the flag."""
+    config = example_config(tmp_path)
+    with FakeChatServer() as chat, FakeDiscordAPI() as discord:
+        chat.set_handler(lambda request: "OK")
+        monkeypatch.setenv("DC_SETUP_TOKEN", discord.token)
+        assert _setup(config, tmp_path, chat, discord, "find", "--wait", "0.5") == 2
+        err = capsys.readouterr().err
+        assert "no message arrived" in err and "--discord ID" in err
+        assert not (config / "local" / "discord.json").exists()
+
+        identified = len(discord.identified)
+        done: list[int] = []
+        run = threading.Thread(
+            target=lambda: done.append(_setup(config, tmp_path, chat, discord, "find", "--wait", "20"))
+        )
+        run.start()
+        wait_until(lambda: len(discord.identified) > identified, what="setup's gateway session")
+        discord.say(OWNER, discord.add_channel("81384788765712384"), "in a server", mention=True)
+        discord.dm(OWNER, "hello, it's me")
+        run.join(30)
+        assert done == [0], capsys.readouterr()
+        out = capsys.readouterr().out
+        said = f'got a message from {discord.users[OWNER]["global_name"]} (id {OWNER}): "hello, it\'s me"'
+        assert said in out, out
+        assert json.loads((config / "local" / "discord.json").read_text())["allowed"] == [OWNER]
