@@ -1,10 +1,12 @@
-"""``python -m tests.preload_probe [exit CODE | raise | interrupt | wait | echo | thread]``: a process that
+"""``python -m tests.preload_probe [exit CODE | raise | interrupt | wait | echo | thread | modules]``: a process that
 says what it was started with, for tests/test_preload.py to compare a preloaded start with a real one.
 
 It prints one JSON line (its environment, folder, umask, arguments, ``sys.path[0]``, signal dispositions,
 stream set-up, time zone) on stdout, then does what the first argument says: exits with CODE, raises an
 error, raises KeyboardInterrupt, waits for a line on stdin and exits 0, copies stdin to stdout and stderr
-until end of file, or leaves a non-daemon thread that writes a file at exit time.
+until end of file, leaves a non-daemon thread that writes a file at exit time, or prints a second JSON line:
+the names in ``sys.modules`` that are plugins (``assistant_skills.*``, ``assistant_collectors.*``) or libraries
+the built-in plugins import (``icalendar``, ``feedparser``).
 """
 
 from __future__ import annotations
@@ -76,6 +78,13 @@ def main(argv: list[str]) -> int:
                 done.write("the thread ran to its end")
 
         threading.Thread(target=late).start()
+    elif what == "modules":
+        plugins = sorted(
+            name for name in list(sys.modules) if name.startswith(("assistant_skills", "assistant_collectors"))
+        )
+        print(
+            json.dumps({"plugins": plugins, "libraries": [n for n in ("icalendar", "feedparser") if n in sys.modules]})
+        )
     return 0
 
 

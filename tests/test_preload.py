@@ -91,6 +91,20 @@ def test_exit_codes_are_the_interpreter_s(how: str) -> None:
     assert codes == {"exit": 3, "raise": 1, "interrupt": -signal.SIGINT}
 
 
+def test_a_child_finds_the_built_in_plugins_libraries_loaded_and_the_plugins_not() -> None:
+    """The zygote loaded the built-in skills and collectors once (their libraries stay, their compiled sources are
+    cached) and forgot the plugins' modules: a bot started in a child imports every plugin again, as a start does.
+    A real start has neither."""
+    seen = {}
+    for how, process in _both([*PROBE, "modules"], cwd=REPO, stdout=subprocess.PIPE, text=True).items():
+        with process:
+            _first_line(process)
+            seen[how] = json.loads(process.stdout.readline())
+        assert process.returncode == 0
+    assert seen["real"] == {"plugins": [], "libraries": []}
+    assert seen["preloaded"] == {"plugins": [], "libraries": ["icalendar", "feedparser"]}
+
+
 def test_a_preloaded_child_is_a_process_that_signals_reach(tmp_path: Path) -> None:
     """A real pid in the zygote's tree: poll, wait with a timeout, SIGTERM and SIGKILL as with Popen."""
     process = preload.PreloadedProcess([*PROBE, "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO)
