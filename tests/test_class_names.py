@@ -8,8 +8,11 @@ concept goes in ``ALLOWED`` with the reason beside it.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
+
+from tests.statements import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("assistant_framework", "messaging_llm_bot", "skills", "collectors")
@@ -23,11 +26,17 @@ def class_sites(roots: list[Path]) -> dict[str, list[str]]:
     sites: dict[str, list[str]] = defaultdict(list)
     for root in roots:
         for path in sorted(root.rglob("*.py")):
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            tree = parse(path.read_text(encoding="utf-8"), filename=str(path))
             for node in tree.body:
                 if isinstance(node, ast.ClassDef):
                     sites[node.name].append(path.relative_to(root.parent).as_posix())
     return sites
+
+
+@functools.cache
+def _project_sites() -> dict[str, list[str]]:
+    """``class_sites`` of the four packages, read once for both checks."""
+    return class_sites([ROOT / package for package in PACKAGES])
 
 
 def duplicates(sites: dict[str, list[str]], allowed: dict[str, str]) -> dict[str, list[str]]:
@@ -35,14 +44,14 @@ def duplicates(sites: dict[str, list[str]], allowed: dict[str, str]) -> dict[str
 
 
 def test_each_class_name_is_defined_once() -> None:
-    found = duplicates(class_sites([ROOT / package for package in PACKAGES]), ALLOWED)
+    found = duplicates(_project_sites(), ALLOWED)
     assert not found, "one class per name; rename each to say what it is (or allow it, with why): " + "; ".join(
         f"{name} in {', '.join(files)}" for name, files in found.items()
     )
 
 
 def test_every_allowed_name_is_still_defined_twice() -> None:
-    sites = class_sites([ROOT / package for package in PACKAGES])
+    sites = _project_sites()
     stale = [name for name in ALLOWED if len(sites.get(name, [])) < 2]
     assert not stale, f"ALLOWED names no longer defined twice: {stale}"
 

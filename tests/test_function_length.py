@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.statements import statements
+from tests.statements import parse, statements
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("assistant_framework", "skills", "collectors", "messaging_llm_bot")
@@ -20,7 +20,7 @@ MAX_LINES = 60
 def long_functions(source: str, where: str) -> list[str]:
     """``where:line name (N lines)`` for each function or method in ``source`` longer than MAX_LINES."""
     found = []
-    for node in statements(ast.parse(source)):
+    for node in statements(parse(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             lines = (node.end_lineno or node.lineno) - first + 1

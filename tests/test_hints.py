@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from messaging_llm_bot.cli.main import main
+from tests.statements import parse
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / ".venv" / "bin"
@@ -45,7 +46,7 @@ def test_no_message_in_the_code_names_a_bare_assistant_command() -> None:
             text = path.read_text(encoding="utf-8")
             if not WORD.search(text):  # no "assistant" as a word (imports say assistant_framework): no string to read
                 continue
-            tree = ast.parse(text)
+            tree = parse(text)
             skip = _docstrings(tree)
             for node in ast.walk(tree):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:

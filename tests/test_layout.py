@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.statements import statements
+from tests.statements import parse, statements
 
 ROOT = Path(__file__).resolve().parent.parent
 BOT = "messaging_llm_bot"
@@ -47,42 +47,58 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _tree(path: Path) -> ast.Module:
-    """The file's syntax tree, parsed once for all the checks of this module (they read the same 400 files)."""
-    stat = path.stat()
-    return _parsed(path, stat.st_mtime_ns, stat.st_size)
-
-
-@functools.cache
-def _parsed(path: Path, mtime_ns: int, size: int) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-
-
 def _imports(path: Path, module: str | None = None) -> list[tuple[int, str, bool]]:
     """(line, imported module, at module level) for every import in the file, relative ones resolved."""
-    tree = _tree(path)
     package = (module or _module_name(path)).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
-    top_level = {id(node) for node in tree.body}
     found: list[tuple[int, str, bool]] = []
-    for node in statements(tree):  # an import is always a statement
-        if isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name, id(node) in top_level) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - (node.level - 1)]
-                name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                name = node.module or ""
-            found.append((node.lineno, name, id(node) in top_level))
+    for line, level, name, top in _read(path)[0]:
+        if level:
+            name = ".".join(package[: len(package) - (level - 1)] + ([name] if name else []))
+        found.append((line, name, top))
     return found
 
 
 def _dynamic_imports(path: Path) -> list[tuple[int, str]]:
     """(line, module) for ``importlib.import_module("...")`` / ``__import__("...")`` with a literal name."""
+    return _read(path)[1]
+
+
+#: (line, relative level, module as written, at module level) for each imported module of a file.
+Written = list[tuple[int, int, str, bool]]
+
+
+def _read(path: Path) -> tuple[Written, list[tuple[int, str]]]:
+    """The file's imports as written and its imports by name, read once for all the checks of this module (they
+    read the same 400 files); what is kept is the two lists, not the syntax tree."""
+    stat = path.stat()
+    return _read_once(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _read_once(path: Path, mtime_ns: int, size: int) -> tuple[Written, list[tuple[int, str]]]:
+    source = path.read_text(encoding="utf-8")
+    tree = parse(source, filename=str(path))
+    # A call of import_module or __import__ names it in the text: a file without either has no expression to walk.
+    by_name = _imports_by_name(tree) if "import_module" in source or "__import__" in source else []
+    return _written_imports(tree), by_name
+
+
+def _written_imports(tree: ast.Module) -> Written:
+    top_level = {id(node) for node in tree.body}
+    found: Written = []
+    for node in statements(tree):  # an import is always a statement
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, 0, alias.name, id(node) in top_level) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.lineno, node.level, node.module or "", id(node) in top_level))
+    return found
+
+
+def _imports_by_name(tree: ast.Module) -> list[tuple[int, str]]:
     found = []
-    for node in ast.walk(_tree(path)):
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
             continue
         func = node.func
