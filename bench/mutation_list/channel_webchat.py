@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, KIT_CONSOLE_WEBCHAT, WEBCHAT, WEBCHAT_JOBS, Mutation
+from mutation_list.common import BOT, WEBCHAT, WEBCHAT_JOBS, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -14,36 +14,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         WEBCHAT,
     ),
     Mutation(
-        "webchat-no-replay",
-        f"{BOT}/channels/webchat/service.py",
-        "        for item in [*runs, *messages]:",
-        "        for item in []:",
-        "a message the page stored but the bot did not answer before a crash is never answered",
-        WEBCHAT,
-    ),
-    Mutation(
         "webchat-message-taken-twice",
         f"{BOT}/channels/webchat/service.py",
         "        if item is None:",
         "        if False:",
         "a message the browser sends again (the same id) is shown twice",
         WEBCHAT,
-    ),
-    Mutation(
-        "webchat-no-reminders",
-        f"{BOT}/channels/webchat/service.py",
-        "self.turns.channel_jobs(loop, self._start_job, self._notice)",
-        "self.turns.channel_jobs(loop, self._start_job, lambda text: asyncio.sleep(0, False))",
-        "a reminder set in the web chat is never shown there (it stays pending)",
-        WEBCHAT_JOBS,
-    ),
-    Mutation(
-        "webchat-no-jobs",
-        f"{BOT}/channels/webchat/service.py",
-        "self.turns.channel_jobs(loop, self._start_job,",
-        "self.turns.channel_jobs(loop, lambda item: None,",
-        "a job made in the web chat is never run or delivered there",
-        WEBCHAT_JOBS,
     ),
     Mutation(
         "webchat-store-open-to-all",
@@ -68,13 +44,5 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if not isinstance(client_id, str):",
         "a page's message id of any length and characters becomes part of the inbox's source id",
         WEBCHAT,
-    ),
-    Mutation(
-        "busy-webchat-never-joins",
-        f"{BOT}/channels/webchat/service.py",
-        "        if joinable(item) and turns.busy.join(",
-        "        if False and turns.busy.join(",
-        "busy mode steer does nothing in the web chat: a message sent meanwhile waits its turn",
-        KIT_CONSOLE_WEBCHAT,
     ),
 )

@@ -10,12 +10,15 @@ from mutation_list.common import (
     DISCORD_BOT,
     HOOKS,
     JOB_ROUTING,
+    KIT_CONSOLE_WEBCHAT,
     OWNER_CHATS,
     PAIRING,
     SERVE_CHAT,
     SLACK,
     SLACK_BOT,
     TELEGRAM,
+    WEBCHAT,
+    WEBCHAT_JOBS,
     Mutation,
 )
 
@@ -388,5 +391,37 @@ MUTATIONS: tuple[Mutation, ...] = (
         "with the terminal chat (or the web chat) the home channel, a served client's ask call is refused instead of "
         "asked in the chat (at the terminal's prompt)",
         ("test_console_approve.py",),
+    ),
+    Mutation(
+        "webchat-no-replay",
+        f"{BOT}/conversation/owner_chat.py",
+        "        for item in (one for one in messages if not is_notice_item(one)):",
+        "        for item in ():",
+        "a message the page stored but the bot did not answer before a crash is never answered",
+        WEBCHAT,
+    ),
+    Mutation(
+        "webchat-no-reminders",
+        f"{BOT}/conversation/owner_chat.py",
+        "self.turns.channel_jobs(loop, self.start_job, self.tell,",
+        "self.turns.channel_jobs(loop, self.start_job, lambda text: asyncio.sleep(0, False),",
+        "a reminder set in the web chat is never shown there (it stays pending)",
+        WEBCHAT_JOBS,
+    ),
+    Mutation(
+        "webchat-no-jobs",
+        f"{BOT}/conversation/owner_chat.py",
+        "self.turns.channel_jobs(loop, self.start_job,",
+        "self.turns.channel_jobs(loop, lambda item: None,",
+        "a job made in the web chat is never run or delivered there",
+        WEBCHAT_JOBS,
+    ),
+    Mutation(
+        "busy-webchat-never-joins",
+        f"{BOT}/conversation/owner_chat.py",
+        "        if joinable(item) and turns.busy.join(",
+        "        if False and turns.busy.join(",
+        "busy mode steer does nothing in the web chat: a message sent meanwhile waits its turn",
+        KIT_CONSOLE_WEBCHAT,
     ),
 )

@@ -6,28 +6,43 @@ recorded, delivered through the ledger, the items completed; a job run answered 
 The channel gives what differs: what the model reads of a message (``turn_input``: the words, or a file's, or the
 sentence that answers instead), how the answer shows while it is written (``on_event``), a file the model sends
 (``show_file``), the delivery of a reply (``deliver``) and a word to the owner (``tell``).
+
+``OwnerChatService`` is such a chat's running channel, on ``ChannelService``: the inbox and the turns made, a
+question of an ``ask`` call asked in the chat, what the last run left answered first (its messages in the chat's
+queue, its job runs and notices beside them), the process's one scheduler joined (every job of the channel runs
+in the conversation, a due reminder is shown there), the runtime's background work started with its notices, a
+message handed to the running turn by the busy mode or queued, /stop, and the open questions declined at the stop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
+from messaging_llm_bot.conversation.approvals import Answer, OpenQuestions
+from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.item_turns import ItemTurns
+from messaging_llm_bot.conversation.intake import left_by_last_run
+from messaging_llm_bot.conversation.item_turns import ItemTurns, is_notice_item
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.service import ChannelService
+from messaging_llm_bot.conversation.shutdown import request_stop
 from messaging_llm_bot.conversation.turn import TurnInput, TurnRequest
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    from messaging_llm_bot.agent.guard import ApproveCallback
+    from messaging_llm_bot.agent.guard import ApprovalRequest, ApproveCallback
     from messaging_llm_bot.agent.turn import AgentEvent
+
+log = logging.getLogger(__name__)
 
 #: The chat's one user, as the agent's records name them (the agent lets only a turn's sender steer it).
 OWNER = "owner"
@@ -141,3 +156,91 @@ class OwnerChatTurns(ItemTurns):
     async def tell(self, item: InboxItem, text: str) -> None:
         """A word to the owner about ``item`` (a job paused), best effort."""
         raise NotImplementedError
+
+
+class OwnerChatService(ChannelService):
+    """The running channel of the owner's one conversation ``CONVERSATION`` (its inbox items under ``PREFIX``).
+    Job runs and notices are answered beside the typed turns, one at a time, each once (``side``)."""
+
+    CONVERSATION = ""
+    PREFIX = ""  # what the inbox's ids of the chat's items begin with
+    WHERE = ""  # where a question is asked, as the log says it ("the terminal")
+
+    turns: OwnerChatTurns
+    inbox: Inbox
+
+    def __init__(
+        self, runtime: Runtime, *, stop_signals: Sequence[int] | None = None, manage_runtime: bool = True
+    ) -> None:
+        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
+        self.side = ChatTasks(ChatQueues(self.NAME, lambda: 1, lambda: max_pending(runtime.settings)), self.NAME)
+        self.questions = OpenQuestions()  # an ``ask`` call's question, open until answered in the chat
+
+    def make_turns(self) -> OwnerChatTurns:
+        """The chat's turns, made once the inbox is."""
+        raise NotImplementedError
+
+    def runs_jobs(self) -> bool:
+        """Whether the chat takes job runs, reminders, notices and questions (a person is there to read them)."""
+        return True
+
+    async def ask_owner(self, request: ApprovalRequest) -> Answer:
+        """Ask the owner in the chat whether an ``ask`` call may run."""
+        raise NotImplementedError
+
+    def answer_left(self, item: InboxItem) -> None:
+        """A message the last run left unanswered, answered before any new one."""
+        self.tasks.spawn(self.CONVERSATION, self.turns.answer(item), owner=True, exempt=True)
+
+    async def serve(self) -> None:
+        self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
+        self.turns = self.shutdown.turns = self.make_turns()
+        loop = asyncio.get_running_loop()
+        if self.runs_jobs():  # else an ``ask`` call is refused: no one is there to confirm it
+            self.turns.approver = self.questions.approver(self.ask_owner, loop, self.WHERE)
+        jobs, messages = left_by_last_run(self.inbox, self.PREFIX, self.NAME)
+        for item in (one for one in messages if not is_notice_item(one)):
+            self.answer_left(item)
+        if not self.runs_jobs():
+            return
+        for item in [*jobs, *(one for one in messages if is_notice_item(one))]:
+            self.start_job(item)
+        await self.join_jobs(self.turns.channel_jobs(loop, self.start_job, self.tell, self.reminder_poll_seconds))
+        self.runtime.start_background(notify=self.notify_from_thread)
+
+    def start_job(self, item: InboxItem) -> None:
+        """Answer a run's (or a notice's) item beside the typed turns: one at a time, in the order offered, each
+        once (the scheduler offers a run again at its next look)."""
+        self.side.spawn_once(item.item_id, self.CONVERSATION, lambda: self.turns.answer(item))
+
+    def hand_on(self, item: InboxItem) -> None:
+        """A stored message (on the loop): handed to the running turn by the busy mode, else its own turn in the
+        chat's order."""
+        turns = self.turns
+        text = str(item.payload.get("text", ""))
+        if joinable(item) and turns.busy.join(
+            self.runtime, turns.flags, self.CONVERSATION, OWNER, text, item.item_id, item
+        ):
+            log.info("%s: message %s joined the turn running in %s", self.NAME, item.item_id, self.CONVERSATION)
+            return
+        self.tasks.spawn(self.CONVERSATION, turns.answer(item), owner=True, exempt=True)
+
+    async def tell(self, text: str) -> bool:
+        """A reminder's Markdown shown in the chat; False when it could not be (it stays due)."""
+        raise NotImplementedError
+
+    def stop_turn(self) -> bool:
+        """Stop the answer being written (any thread): its open question is declined; False when none ran."""
+        stopped = self.runtime.agent.stop(self.CONVERSATION)
+        request_stop(self._loop, self.decline)
+        return stopped
+
+    def decline(self) -> None:
+        """Every open question answered no (on the loop)."""
+        self.questions.decline_all(self.CONVERSATION)
+
+    async def stop_taking(self) -> None:
+        self.decline()
+
+    async def close(self) -> None:
+        await self.side.cancel_waiting()

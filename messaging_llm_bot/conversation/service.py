@@ -99,7 +99,7 @@ class ChannelService:
 
     NAME = ""  # the channel's name, as its route and its log lines say it ("matrix")
     TITLE = ""  # what the log calls it after an error ("the Matrix channel")
-    LOCK_FILE = ""  # its lock in the workspace ("state/matrix.lock")
+    LOCK_FILE = ""  # its lock in the workspace ("state/matrix.lock"; none: the web chat, inside the bot's process)
     LOCK_WHO = ""  # who holds that lock, as the refusal says it ("matrix: another Matrix bot")
 
     def __init__(
@@ -149,14 +149,15 @@ class ChannelService:
         if problem:
             print(problem, file=sys.stderr)
             return EXIT_USAGE
-        lock = take_lock(self.runtime.workspace, self.LOCK_FILE, self.LOCK_WHO)
-        if lock is None:
+        lock = take_lock(self.runtime.workspace, self.LOCK_FILE, self.LOCK_WHO) if self.LOCK_FILE else None
+        if lock is None and self.LOCK_FILE:
             return EXIT_FAILED
         self._loop = loop = asyncio.new_event_loop()
         try:
             done = run_own_loop(loop, self._main(), self.NAME, self.TITLE, self.known_error)
         finally:
-            lock.release()
+            if lock is not None:
+                lock.release()
             if self.manage_runtime:
                 shutdown_runtime(self.runtime, self.shutdown_timeout)
             self.stopped.set()

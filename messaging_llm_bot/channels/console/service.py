@@ -1,11 +1,12 @@
-"""The terminal chat's service: conversation/service.py's ``ChannelService`` on a thread of its own, as the main
-thread is the terminal's (chat.py). Typed messages and what a crash left go through conversation/intake.py's
+"""The terminal chat's service: conversation/owner_chat.py's ``OwnerChatService`` (a ``ChannelService``) on a thread
+of its own, as the main thread is the terminal's (chat.py). Typed messages go through conversation/intake.py's
 ``ChannelIntake`` (stored in the durable inbox, joined to the answer being written by the busy mode, or queued)
 and conversation/item_turns.py's flow (the reply made once, recorded, printed, the items completed), commands in
-the same queue. At a terminal it joins the process's one scheduler: job runs, reminders and notices (collectors',
-the spending caps') printed between the user's lines (extras.Screen; one not printed before the chat ends stays
-in the inbox or due), and a confirmation asked at the prompt ([y/N]), for its own turns and for a served
-client's ``approve_in_chat``. A scripted (piped) chat runs no jobs and confirms nothing.
+the same queue; what a crash left is answered first. At a terminal it joins the process's one scheduler: job
+runs, reminders and notices (collectors', the spending caps') printed between the user's lines (extras.Screen;
+one not printed before the chat ends stays in the inbox or due), and a confirmation asked at the prompt ([y/N]),
+for its own turns and for a served client's ``approve_in_chat``. A scripted (piped) chat runs no jobs and
+confirms nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox import InboxItem
 from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.agent.turn import AgentEvent
@@ -25,17 +26,14 @@ from messaging_llm_bot.channels.console.extras import LiveReply, Screen
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.approvals import ALLOWANCE, Answer, ReplyApprovals
 from messaging_llm_bot.conversation.busy import BusyTurns
-from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
-from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.commands import run_command, unknown_command_text
 from messaging_llm_bot.conversation.delivery import DeliveryError
-from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, left_by_last_run
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
 from messaging_llm_bot.conversation.item_turns import is_notice_item
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.markup import terminal_text
-from messaging_llm_bot.conversation.owner_chat import OWNER, OwnerChatTurns
+from messaging_llm_bot.conversation.owner_chat import OWNER, OwnerChatService, OwnerChatTurns
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop
 from messaging_llm_bot.conversation.turn import TurnInput
 
@@ -130,25 +128,26 @@ class ConsoleTurns(OwnerChatTurns):
         await self.service.tell(text)
 
 
-class ConsoleService(ChannelService):
+class ConsoleService(OwnerChatService):
     """The terminal chat's channel: ``start()`` serves on a thread of its own, ``submit`` hands it a typed line."""
 
     NAME, TITLE = "console", "the terminal chat"
     LOCK_FILE, LOCK_WHO = "state/console.lock", "chat: another terminal chat"
+    CONVERSATION = PREFIX = CHAT
+    WHERE = "the terminal"
 
     def __init__(self, runtime: Runtime, term: Terminal) -> None:
         super().__init__(runtime, manage_runtime=False)  # the CLI shuts the runtime down, with its own bound
         self.shutdown.timeout = FINISH_SECONDS  # leaving is at once: a run cut off is made at the next start
         self.term = term
         self.reminder_poll_seconds = REMINDER_POLL_SECONDS
-        # Job runs and notices, one at a time beside the typed turns (the prompt waits only for these).
-        self.side = ChatTasks(ChatQueues(self.NAME, lambda: 1, lambda: max_pending(runtime.settings)), self.NAME)
         self.asked = threading.Event()  # a question is shown: the owner's next line answers it
         self._asking = asyncio.Lock()  # one question at a time
         self._taking = asyncio.Lock()  # typed lines taken in the order typed
         offer = f"(c: allow for this conversation: {ALLOWANCE}) [y/N/c]"
-        self.approvals = ReplyApprovals(self.NAME, self._ask, how_to_answer="[y/N]", how_to_answer_or_allow=offer)
-        self.inbox: Inbox
+        self.approvals = ReplyApprovals(
+            self.NAME, self._ask, questions=self.questions, how_to_answer="[y/N]", how_to_answer_or_allow=offer
+        )
         self.turns: ConsoleTurns
         self.intake: ChannelIntake
 
@@ -175,30 +174,19 @@ class ConsoleService(ChannelService):
 
         request_stop(self._loop, cut_off, self.stopped, 10)
 
-    async def serve(self) -> None:
-        self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
-        self.turns = self.shutdown.turns = ConsoleTurns(self)
+    def make_turns(self) -> ConsoleTurns:
         # A message the inbox cannot store is held (the chat told once) and stored again after a pause.
-        self.intake = self.channel_intake(self.turns, hold=True)
-        loop = asyncio.get_running_loop()
-        if self.term.screen is not None:  # only a person can confirm: a scripted chat's "ask" calls are refused
-            self.turns.approver = self.approvals.questions.approver(self._ask_one, loop, "the terminal")
-        jobs, messages = left_by_last_run(self.inbox, CHAT, self.NAME)
-        for item in (one for one in messages if not is_notice_item(one)):
-            text = str(item.payload.get("text", ""))[:80]
-            print(f"(answering a message left unanswered by the last run: {text!r})", file=self.term.stderr, flush=True)
-            self.tasks.spawn(CHAT, self.turns.answer(item), owner=True, exempt=True)
-        if self.term.screen is None:
-            return  # scripted: no jobs, notices or questions
-        for item in [*jobs, *(one for one in messages if is_notice_item(one))]:  # printed between the lines
-            self.start_job(item)
-        await self.join_jobs(self.turns.channel_jobs(loop, self.start_job, self.tell, self.reminder_poll_seconds))
-        self.runtime.start_background(notify=self.notify_from_thread)
+        turns = ConsoleTurns(self)
+        self.intake = self.channel_intake(turns, hold=True)
+        return turns
 
-    def start_job(self, item: InboxItem) -> None:
-        """Answer a run's (or a notice's) item beside the typed turns; one at a time, in the order offered, each
-        once."""
-        self.side.spawn_once(item.item_id, CHAT, lambda: self.turns.answer(item))
+    def runs_jobs(self) -> bool:
+        return self.term.screen is not None  # scripted: no jobs, notices or questions (only a person can confirm)
+
+    def answer_left(self, item: InboxItem) -> None:
+        text = str(item.payload.get("text", ""))[:80]
+        print(f"(answering a message left unanswered by the last run: {text!r})", file=self.term.stderr, flush=True)
+        super().answer_left(item)
 
     async def send_notice(self, text: str) -> bool:
         """A notice (a collector's, the spending caps') through the inbox like a reply, printed between the lines."""
@@ -215,13 +203,7 @@ class ConsoleService(ChannelService):
     async def stop_taking(self) -> None:
         if self.term.screen is not None:
             self.term.screen.close()  # a job's reply not printed yet stays in the inbox
-        self._decline()
-
-    def _decline(self) -> None:
-        self.approvals.questions.decline_all(CHAT)
-
-    async def close(self) -> None:
-        await self.side.cancel_waiting()
+        await super().stop_taking()
 
     # -- the main thread's calls ----------------------------------------------------------------------------
 
@@ -231,11 +213,10 @@ class ConsoleService(ChannelService):
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(self._typed(text), self._loop)
 
-    def stop_turn(self) -> None:
+    def stop_turn(self) -> bool:
         """Stop the answer being written (Ctrl-C, /stop): a question open is declined."""
-        self.runtime.agent.stop(CHAT)
         self.asked.clear()
-        request_stop(self._loop, self._decline)
+        return super().stop_turn()
 
     def answer_question(self, text: str) -> bool:
         """The owner's line answers the question shown: y (c where offered); anything else is no. False when no
@@ -244,7 +225,7 @@ class ConsoleService(ChannelService):
         word = "chat" if text.strip().lower() == "c" else text
 
         async def answer() -> bool:
-            return self.approvals.resolve(CHAT, word) or self.approvals.questions.answer(CHAT, False)
+            return self.approvals.resolve(CHAT, word) or self.questions.answer(CHAT, False)
 
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(answer(), self._loop).result(10)
@@ -270,7 +251,7 @@ class ConsoleService(ChannelService):
     async def _say(self, text: str) -> None:
         print(text.rstrip("\n") + "\n", file=self.term.stdout, flush=True)
 
-    async def _ask_one(self, request: ApprovalRequest) -> Answer:
+    async def ask_owner(self, request: ApprovalRequest) -> Answer:
         async with self._asking:
             return await self.approvals.ask(CHAT, request)
 

@@ -27,22 +27,15 @@ from messaging_llm_bot.channels.webchat.transcript import FileRef, Message, Tran
 from messaging_llm_bot.conversation.approvals import (
     NO_ANSWER,
     Answer,
-    OpenQuestions,
     offers_conversation,
     question_text,
 )
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.commands import NOTHING_TO_STOP_TEXT, STOPPING_TEXT, run_command
 from messaging_llm_bot.conversation.images import files_input
-from messaging_llm_bot.conversation.intake import left_by_last_run
-from messaging_llm_bot.conversation.job_router import job_router
-from messaging_llm_bot.conversation.job_runs import is_job_item
-from messaging_llm_bot.conversation.notices import notify_from_thread
-from messaging_llm_bot.conversation.owner_chat import OWNER, OwnerChatTurns, joinable
+from messaging_llm_bot.conversation.owner_chat import OwnerChatService, OwnerChatTurns
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop, shutdown_runtime
 from messaging_llm_bot.conversation.turn import TurnInput
-from messaging_llm_bot.conversation.turns import RunningTurns
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from assistant_framework.media.files_out import FileToSend
@@ -53,7 +46,6 @@ log = logging.getLogger(__name__)
 NAME = "webchat"
 #: The longest message the page takes (characters).
 MAX_TEXT_CHARS = 16_000
-EXIT_OK, EXIT_FAILED = 0, 1
 
 #: Types the page shows as pictures (and the model sees as images where a runner can).
 PICTURE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -78,101 +70,47 @@ def running(runtime: object) -> WebChatService | None:
         return _RUNNING.get(id(runtime))
 
 
-class WebChatService:
-    """One running web chat: ``run()`` blocks until stopped; ``stop()`` from any thread."""
+class WebChatService(OwnerChatService):
+    """One running web chat (conversation/owner_chat.py): ``run()`` blocks until stopped; ``stop()`` from any
+    thread. It takes no lock of its own: it runs inside the bot's process, beside its web server."""
+
+    NAME, TITLE = NAME, "the web chat"
+    CONVERSATION, PREFIX, WHERE = CONVERSATION, CONVERSATION.split(":")[0] + ":", "the web chat"
 
     def __init__(self, runtime: Runtime, *, stop_signals: Sequence[int] = (), manage_runtime: bool = True) -> None:
-        self.runtime = runtime
-        self.stop_signals = stop_signals
-        self.manage_runtime = manage_runtime
-        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
+        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.hub = Hub()
         self.transcript = Transcript(runtime.workspace)
-        self.questions = OpenQuestions()
         self.asking: dict[str, str] = {}  # open questions by id: a reloaded page shows them again
         self.live = ""  # the answer being written now, as far as it came (a reloaded page shows it)
         self.turns: WebChatTurns  # made with the inbox, at the start
-        self.ready = threading.Event()
-        self.stopped = threading.Event()
-        self._active = RunningTurns()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._inbox: Inbox | None = None
-        self._order: asyncio.Lock | None = None
-        self._stopping = False
 
-    # -- running ------------------------------------------------------------------
+    def make_turns(self) -> WebChatTurns:
+        return WebChatTurns(self, self.inbox)
 
-    def run(self) -> int:
-        self._loop = loop = asyncio.new_event_loop()
-        try:
-            done = run_own_loop(loop, self._main(), "webchat", "the web chat")
-        finally:
-            with _RUNNING_LOCK:
-                if _RUNNING.get(id(self.runtime)) is self:
-                    del _RUNNING[id(self.runtime)]
-            if self.manage_runtime:
-                shutdown_runtime(self.runtime, self.shutdown_timeout)
-            self.stopped.set()
-        return EXIT_OK if done else EXIT_FAILED
-
-    def stop(self, timeout: float | None = None) -> None:
-        request_stop(self._loop, self._begin_stop, self.stopped, timeout)
-
-    def _begin_stop(self) -> None:
-        self._stopping = True
-        if hasattr(self, "turns"):
-            self.turns.stopping = True
-        if self._stop is not None:
-            self._stop.set()
-
-    async def _main(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        self._order = asyncio.Lock()
-        for sig in self.stop_signals:
-            loop.add_signal_handler(sig, self._begin_stop)
-        self._inbox = inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
-        self.turns = WebChatTurns(self, inbox)
-        self.turns.approver = self.questions.approver(self._ask, loop, "the web chat")
-        runs, messages = left_by_last_run(inbox, CONVERSATION.split(":")[0] + ":", NAME)
-        for item in [*runs, *messages]:  # what the last run left: its job runs, then its messages oldest first
-            (self._start_job if is_job_item(item) else self._spawn)(item)
-        # A due reminder is said in the chat as a notice is.
-        jobs = self.turns.channel_jobs(loop, self._start_job, self._notice)
-        await asyncio.to_thread(job_router(self.runtime).attach, NAME, jobs)
-        # Collectors' notices and spending caps reach the owner here too (started once per process, whichever
-        # channel comes first: the web chat may be the only one).
-        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self._notice, name, text))
+    async def serve(self) -> None:
+        await super().serve()
         with _RUNNING_LOCK:
             _RUNNING[id(self.runtime)] = self
         log.info("webchat: the Chat page answers in %s", CONVERSATION)
-        self.ready.set()
-        try:
-            await self._stop.wait()
-        finally:
-            with _RUNNING_LOCK:
-                _RUNNING.pop(id(self.runtime), None)
-            self.questions.decline_all(CONVERSATION)
-            if not await self._active.wait_idle(self.shutdown_timeout):
-                log.warning("webchat: turns still running at the stop stay in the inbox for the next start")
-                self._active.cancel_all()
-                await self._active.wait_idle(1.0)
-            await asyncio.to_thread(job_router(self.runtime).detach, NAME)
-            self.turns.pool.shutdown()
+
+    async def stop_taking(self) -> None:
+        with _RUNNING_LOCK:
+            if _RUNNING.get(id(self.runtime)) is self:
+                del _RUNNING[id(self.runtime)]
+        await super().stop_taking()
 
     # -- from the page (the web server's loop) --------------------------------------
 
     async def take(self, client_id: str, text: str, upload: Upload | None = None) -> Message | None:
         """The owner's message (with a file the page sent), stored in the inbox and the transcript, its turn
         queued; None for one the inbox already took (the page sent it again)."""
-        loop, inbox = self._loop, self._inbox
-        if loop is None or inbox is None or self._stopping:
+        loop = self._loop
+        if loop is None or not hasattr(self, "inbox") or self.stopping:
             raise RuntimeError("the web chat is stopping")
+        inbox = self.inbox
         if text.strip().lower() == "/stop":  # at once, not behind the turn it stops
-            self.questions.decline_all(CONVERSATION)
-            stopped = self.runtime.agent.stop(CONVERSATION)
-            await self.say(STOPPING_TEXT if stopped else NOTHING_TO_STOP_TEXT)
+            await self.say(STOPPING_TEXT if self.stop_turn() else NOTHING_TO_STOP_TEXT)
             return None
         source = f"web:{client_id}"
         if upload is not None and await asyncio.to_thread(inbox.seen, source):
@@ -189,7 +127,7 @@ class WebChatService:
         shown = text or (upload.name if upload is not None else "")
         message, _ = await asyncio.to_thread(self.transcript.append, "owner", shown, f"in:{item.item_id}", 0, ref)
         self.hub.publish({"type": "message", "message": message.copy()})
-        loop.call_soon_threadsafe(self._spawn, item)
+        loop.call_soon_threadsafe(self.hand_on, item)
         return message
 
     def _save(self, upload: Upload, caption: str) -> SavedFile:
@@ -216,26 +154,7 @@ class WebChatService:
         if fresh:
             self.hub.publish({"type": "message", "message": message.copy()})
 
-    # -- turns (the channel's loop) -------------------------------------------------
-
-    def _spawn(self, item: InboxItem) -> None:
-        """A stored message: handed to the running turn by the busy mode (in arrival order, on this loop), else
-        its own turn in order."""
-        turns = self.turns
-        if joinable(item) and turns.busy.join(
-            self.runtime, turns.flags, CONVERSATION, OWNER, str(item.payload.get("text", "")), item.item_id, item
-        ):
-            log.info("webchat: message %s joined the turn running in %s", item.item_id, CONVERSATION)
-            return
-        asyncio.get_running_loop().create_task(self._answer(item))
-
-    async def _answer(self, item: InboxItem) -> None:
-        assert self._order is not None
-        with self._active.tracking():
-            async with self._order:  # one turn at a time in the owner's one chat, in order
-                await self.turns.answer(item)
-
-    async def _ask(self, request: ApprovalRequest) -> Answer:
+    async def ask_owner(self, request: ApprovalRequest) -> Answer:
         key = uuid.uuid4().hex
         future = self.questions.open(key, CONVERSATION, offers_conversation(request))
         text = question_text(request)
@@ -252,18 +171,14 @@ class WebChatService:
             return False
         return answer
 
-    # -- jobs and reminders -----------------------------------------------------------
-
-    def _start_job(self, item: InboxItem) -> None:
-        async def run() -> None:
-            with self._active.tracking():
-                await self.turns.answer(item)
-
-        asyncio.get_running_loop().create_task(run())
-
-    async def _notice(self, text: str) -> bool:
+    async def tell(self, text: str) -> bool:
+        """A due reminder said in the chat, as a notice is."""
         await self.say(text)
         return True
+
+    async def send_notice(self, text: str) -> bool:
+        """A collector's notice or the spending caps' for the owner (the web chat may be the only channel)."""
+        return await self.tell(text)
 
 
 class WebChatTurns(OwnerChatTurns):
