@@ -1,35 +1,20 @@
-"""The web page in a real browser: headless Chromium from Debian driven by Selenium and chromedriver.
+"""The web page in a real browser: headless Chromium from Debian driven by Selenium and chromedriver (tests/browser.py).
 
 Skipped with a one-line reason when Chromium, chromedriver or Selenium are missing
-(``apt-get install chromium chromium-driver``; ``.ci/run`` installs them). With
+(``apt-get install chromium chromium-headless-shell chromium-driver``; ``.ci/run`` installs them). With
 ``WEB_SCREENSHOTS=docs/images`` the tests also save a screenshot of each page there (docs/web.md).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests import browser as chromium
 from tests.fakes.feed_server import StaticHTTPServer
 from tests.web_site import API_KEY, WEB_TOKEN, start_site
-
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
@@ -40,11 +25,8 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 # four workers), and a page walk that builds on it: its phases may pass the per-test bound of tests/tiers.py.
 pytestmark = pytest.mark.slow(reason="starts headless Chromium once for the module; the walk builds on it")
 
-if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-    pytest.skip(
-        f"no Chromium at {CHROMIUM} or chromedriver at {CHROMEDRIVER} (apt-get install chromium chromium-driver)",
-        allow_module_level=True,
-    )
+if not chromium.installed():
+    pytest.skip(chromium.missing(), allow_module_level=True)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -58,24 +40,8 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={profile}")
-    options.add_argument("--window-size=1100,900")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
-    try:
-        driver = webdriver.Chrome(options=options, service=service)
-    except Exception as exc:  # a broken Chromium install: say why in one line
-        shutil.rmtree(profile, ignore_errors=True)
-        pytest.skip(f"Chromium did not start: {str(exc).splitlines()[0]}")
-    driver.implicitly_wait(5)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    with chromium.chromium("1100,900", implicit_wait=5) as driver:
+        yield driver
 
 
 def wait_for_text(driver, css: str, text: str):

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,10 +19,10 @@ import pytest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
+from tests import browser as chromium
 from tests.conftest import write_test_skills
 from tests.crash_bot import BotProcess, echo_reply
 from tests.fakes.chat_server import FakeChatServer
-from tests.test_web_browser import CHROMEDRIVER, CHROMIUM, FLAGS
 from tests.waiting import wait_until
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
@@ -126,25 +124,10 @@ def restart(process: BotProcess) -> None:
 
 @pytest.fixture(scope="module")
 def browser():
-    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        pytest.skip(f"no Chromium at {CHROMIUM} or chromedriver at {CHROMEDRIVER}")
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={profile}")
-    options.add_argument("--window-size=390,844")  # a phone's width
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    try:
-        driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
-    except Exception as exc:  # a broken Chromium install: say why in one line
-        shutil.rmtree(profile, ignore_errors=True)
-        pytest.skip(f"Chromium did not start: {str(exc).splitlines()[0]}")
-    driver.implicitly_wait(0)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    if not chromium.installed():
+        pytest.skip(chromium.missing())
+    with chromium.chromium("390,844", implicit_wait=0) as driver:  # a phone's width
+        yield driver
 
 
 def texts(driver, css: str) -> list[str]:
