@@ -23,7 +23,7 @@ SEEN_KEEP = 5000
 
 
 class SeenIds:
-    """The accepted ids, newest last, and their log. Not locked: the inbox calls it under its own lock."""
+    """The accepted ids, newest last, and their log. Not locked: the inbox calls it under its locks."""
 
     def __init__(self, workspace: Workspace, pending: Callable[[], Iterable[InboxItem]]) -> None:
         self.ws = workspace

@@ -25,16 +25,25 @@ AcceptEntry = tuple[str, str, InboxPayload] | tuple[str, str, InboxPayload, str]
 
 
 class Inbox:
-    """Durable inbox + outbound ledger in a workspace; thread-safe within one process."""
+    """Durable inbox + outbound ledger in a workspace; thread-safe within one process.
+
+    Two locks: ``_accepting`` orders the acceptances (the seen ids, the sequence, the item written and fsynced),
+    ``_lock`` guards the pending items and their ledgers and is held only for a moment, never across an fsync: a
+    ledger write or a completion made in the event loop (conversation/turn.py) does not wait for a message
+    being stored meanwhile. An acceptance takes ``_lock`` inside ``_accepting`` (to add its item), never the
+    other way round."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
+        self._accepting = threading.Lock()
         self._lock = threading.Lock()
         self._last_seq = 0
         self._items: dict[str, InboxItem] = {}
         for item in self._load_pending():
             self._items[item.item_id] = item
             self._last_seq = max(self._last_seq, item.seq)
+        # The seen ids change only under both locks (``_remember``), so either lock reads them safely; their
+        # compaction lists the pending items, under ``_lock``.
         self._seen = SeenIds(workspace, pending=lambda: self._items.values())
         self._seen.log_missing(self._items.values())
 
@@ -51,14 +60,15 @@ class Inbox:
         """
         source_id = str(source_id)
         fingerprint = "".join(str(fingerprint).split())  # one token on its seen.log line
-        with self._lock:
+        with self._accepting:
             if not self._seen.is_new(source_id, fingerprint):
                 return None
             item = self._new_item(source_id, conversation_id, payload, fingerprint)
             self.ws.write_json(item_rel(item.item_id), item.to_json())
-            # Seen is recorded after the item: a crash in between still finds the id in the pending file.
-            self._seen.record(source_id, fingerprint)
-            self._items[item.item_id] = item
+            with self._lock:
+                # Seen is recorded after the item: a crash in between still finds the id in the pending file.
+                self._seen.record(source_id, fingerprint)
+                self._items[item.item_id] = item
             return item
 
     def accept_many(self, entries: Sequence[AcceptEntry]) -> list[InboxItem | None]:
@@ -71,7 +81,7 @@ class Inbox:
         accepted again (an item file torn by a power loss is skipped as damaged).
         """
         results: list[InboxItem | None] = []
-        with self._lock:
+        with self._accepting:
             fresh: list[InboxItem] = []
             try:
                 for entry in entries:
@@ -92,10 +102,11 @@ class Inbox:
                     with contextlib.suppress(OSError):
                         self.ws.delete(item_rel(item.item_id))
                 raise
-            for item in fresh:
-                self._items[item.item_id] = item
-            for item in fresh:  # a crash before these lines is repaired at the next start (see __init__)
-                self._seen.record(item.source_id, item.fingerprint)
+            with self._lock:
+                for item in fresh:
+                    self._items[item.item_id] = item
+                for item in fresh:  # a crash before these lines is repaired at the next start (see __init__)
+                    self._seen.record(item.source_id, item.fingerprint)
         return results
 
     def _new_item(self, source_id: str, conversation_id: str, payload: InboxPayload, fingerprint: str) -> InboxItem:

@@ -130,8 +130,10 @@ class ItemTurns(ChannelTurns):
         joined, later = running.outcome(failed) if running is not None else ([], [])
         merged = [one.item_id for one in joined]  # a failed turn answers none of the messages that joined it
         try:
-            # One write: the reply and the later messages it answers (a replay completes them with it).
-            await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
+            # One write: the reply and the later messages it answers (a replay completes them with it). In the
+            # event loop: the ledger is written without fsync (inbox/ledger.py) and its lock is never held across
+            # one, so this costs less than a hand-off to a thread and back, on the way to the reply's send.
+            self.inbox.record_reply(item.item_id, reply, merged)
         except OSError as err:
             log.warning("%s: could not record the reply of %s: %s", self.channel, item.item_id, err)
         return reply, merged, later
@@ -153,8 +155,8 @@ class ItemTurns(ChannelTurns):
             await self.answer_message(other)
 
     async def _complete(self, ids: list[str]) -> None:
-        for one in ids:
-            await asyncio.to_thread(self.inbox.complete, one)
+        for one in ids:  # two unlinks each, in the event loop (``record_reply`` says why)
+            self.inbox.complete(one)
 
     async def _complete_beside(self, ids: list[str]) -> None:
         """``_complete`` as a task of its own."""

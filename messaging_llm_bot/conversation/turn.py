@@ -251,8 +251,9 @@ class ChannelTurns:
     async def record_part(self, item_id: str, index: int, message_id: int) -> None:
         """Note in the ledger that part ``index`` of ``item_id``'s reply is out (a crash resends only the rest)."""
         try:
-            # In a worker thread: the ledger write fsyncs, which must not stall the event loop
-            # (every other chat's sends and edits wait on it).
-            await asyncio.to_thread(self.inbox.record_part, item_id, index, message_id)
+            # In the event loop, as ``record_live``: the ledger is written without fsync and its lock is never held
+            # across one (inbox/store.py), and the moment between the send and this record, where a kill would send
+            # the part again, stays short (a thread hand-off cost more than the write).
+            self.inbox.record_part(item_id, index, message_id)
         except (OSError, KeyError) as err:  # the part is out; a crash before completion would only resend it
             log.warning("%s: could not record part %d of %s in the ledger: %s", self.channel, index, item_id, err)
