@@ -155,7 +155,7 @@ def test_the_rest_is_read_with_the_file_skill_and_marked(workspace, bot_config):
     from assistant_framework.config.settings import Settings
     from assistant_framework.skills.support import OUTSIDE_LABEL
 
-    saved = _saved(workspace, "report.pdf", pdf_pages(pages=30), "application/pdf")
+    saved = _saved(workspace, "report.pdf", pdf_pages(), "application/pdf")
     got = asyncio.run(files_input(workspace, [saved], Settings.from_config(bot_config)))
     assert isinstance(got, FilesInput)
     turn = got.text
