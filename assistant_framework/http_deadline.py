@@ -158,7 +158,10 @@ class _Watchdog:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="http-deadline-watchdog", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif self._heap[0][2] is deadline:
+                # Woken only when this deadline comes first: otherwise the thread already waits for an earlier
+                # one (a finished call's stays until its time) and plans again then. Each call woke it before.
+                self._cond.notify()
 
     def _run(self) -> None:
         while True:

@@ -10,6 +10,8 @@ embeddings (through memory search), and the web skill.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from messaging_llm_bot.cli.main import main
 from messaging_llm_bot.llm.embeddings import EmbeddingClient, EmbeddingError
 from tests.fakes.feed_server import StaticHTTPServer
 from tests.telegram_harness import OWNER, texts
+from tests.waiting import wait_until
 
 GOOD = (Path(__file__).parent / "fixtures" / "collectors" / "news_rss2.xml").read_bytes()
 TRICKLE = {"every": 0.1, "for": 20}
@@ -147,3 +150,13 @@ def test_the_model_server_probe_of_setup_and_doctor_is_bounded_too(chat_server):
     assert not result.reachable and "no answer within 0.3 s" in (result.error or ""), result
     chat_server.models_trickle = None
     assert probe(chat_server.base_url, timeout=5).models == ["fake-model"]
+
+
+def test_a_deadline_before_the_one_the_watchdog_waits_for_still_fires_at_its_time():
+    """The watchdog is woken only for a deadline that comes first (a later one waits for its next look); a short
+    exchange begun while a long one runs is still cut at its own time, not the long one's."""
+    with Deadline(60):
+        time.sleep(0.05)  # the watchdog thread now waits for the minute
+        with Deadline(0.2) as short:
+            wait_until(lambda: short.fired, timeout=10, what="the short deadline fired")
+    assert any(t.name == "http-deadline-watchdog" for t in threading.enumerate())
