@@ -263,8 +263,12 @@ def pytest_collection_modifyitems(config, items) -> None:
 
     from tests.real_model import missing_reason
 
+    now = tiers.marks_at_collection(config)
     for item in items:
-        tiers.mark(item)
+        if now:
+            tiers.mark(item)
+        else:
+            tiers.check_slow(item)
     marked = [item for item in items if item.get_closest_marker("model")]
     if not marked:
         return
@@ -276,6 +280,13 @@ def pytest_collection_modifyitems(config, items) -> None:
     skip = pytest.mark.skip(reason=reason)
     for item in marked:
         item.add_marker(skip)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """The tiers' markers of a test not marked at collection (tests/tiers.py ``marks_at_collection``), before its
+    setup: ``judge`` reads them after each phase."""
+    tiers.mark_before_run(item)
 
 
 @pytest.hookimpl(wrapper=True)

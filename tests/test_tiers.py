@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from tests import preload, tiers
 from tests.fakes.chat_server import FakeChatServer
@@ -152,3 +153,16 @@ def test_the_guard_fails_an_unseen_process_and_a_phase_over_the_bound_and_prints
     assert "did not mark it `subprocess`" in out, out
     assert "wall time " in out and "load average now " in out, out
     assert "marked slow, in-process | 1 |" in out and "the rest: make check's tier | 4 |" in out, out
+
+
+def test_the_markers_are_added_at_collection_only_to_select_by_them() -> None:
+    """``-m`` and ``-k`` (whose words match marker names) select by the markers while collecting, so they are added
+    then; otherwise each test is marked just before it runs (the inner run above: its judge still sees them)."""
+    from types import SimpleNamespace
+
+    def config(markexpr: str = "", keyword: str = "") -> Any:
+        return SimpleNamespace(option=SimpleNamespace(markexpr=markexpr, keyword=keyword))
+
+    assert not tiers.marks_at_collection(config())
+    assert tiers.marks_at_collection(config(markexpr="not subprocess and not server"))
+    assert tiers.marks_at_collection(config(keyword="server"))

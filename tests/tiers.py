@@ -2,14 +2,14 @@
 
 ``make check`` runs the fast tier: every test not marked ``subprocess``, ``server``, ``browser`` or
 ``slow``. The first three are never written by hand: ``mark`` (called from tests/conftest.py for every
-collected test) reads the code of the test function, of every fixture it uses, and of the functions and
-classes of ``tests/`` they name, followed through (a helper that calls a helper that runs the CLI as a
-process counts; so does ``preload.run(...)``, a function of a module of ``tests/`` called through its
-name), and looks for what starts a process (``subprocess``, ``pty``, ``multiprocessing``, a command line
-naming ``sys.executable``), serves on a socket (``http.server`` and the other server
-modules, ``listen``/``create_server``; code of the project whose module imports a server module) or
-drives a browser (``selenium``). A reference is enough: a test that names ``subprocess`` but starts
-nothing is only placed in the slower tier, never the other way round.
+test, as it is collected when ``-m`` or ``-k`` selects by the markers, else just before it runs) reads the
+code of the test function, of every fixture it uses, and of the functions and classes of ``tests/`` they
+name, followed through (a helper that calls a helper that runs the CLI as a process counts; so does
+``preload.run(...)``, a function of a module of ``tests/`` called through its name), and looks for what
+starts a process (``subprocess``, ``pty``, ``multiprocessing``, a command line naming ``sys.executable``),
+serves on a socket (``http.server`` and the other server modules, ``listen``/``create_server``; code of the
+project whose module imports a server module) or drives a browser (``selenium``). A reference is enough: a
+test that names ``subprocess`` but starts nothing is only placed in the slower tier, never the other way round.
 
 What the reading cannot see (a process started or a socket served by the code under test) is caught at
 run time: every ``subprocess.Popen`` and ``socket.listen`` is counted per phase, and a test without the
@@ -242,8 +242,34 @@ def _causes_of_root(obj: object) -> frozenset[str]:
     return known[1]
 
 
+def marks_at_collection(config: pytest.Config) -> bool:
+    """Whether the tests are marked as they are collected: only to select by the markers (``-m``, or ``-k``,
+    whose words match marker names too). Else each test is marked just before it runs (``mark_before_run``), in
+    the worker that runs it: reading the code of every test and fixture, and importing what they import inside
+    (matrix-nio, the fake Discord's aiohttp), cost each of the four xdist workers about 0.4 s for all 3,200
+    tests, three quarters of them run by the other workers."""
+    return bool(config.option.markexpr or config.option.keyword)
+
+
+_MARKED = pytest.StashKey[bool]()
+
+
+def check_slow(item: pytest.Item) -> None:
+    """A ``slow`` marker without its reason is a usage error, at collection, whenever the markers are added."""
+    slow = item.get_closest_marker("slow")
+    if slow is not None and not slow.kwargs.get("reason"):
+        raise pytest.UsageError(f"{item.nodeid}: pytest.mark.slow needs reason=... (why it may take longer)")
+
+
+def mark_before_run(item: pytest.Item) -> None:
+    """``mark`` unless the test was marked at collection."""
+    if not item.stash.get(_MARKED, False):
+        mark(item)
+
+
 def mark(item: pytest.Item) -> None:
     """Add the ``subprocess``/``browser`` markers ``item`` earns by what it and its fixtures use."""
+    item.stash[_MARKED] = True
     if not isinstance(item, pytest.Function):
         return
     found = set(_causes_of_root(item.function))
@@ -259,9 +285,7 @@ def mark(item: pytest.Item) -> None:
         found.add("subprocess")  # the driver and Chromium are processes
     for cause in sorted(found):
         item.add_marker(cause)
-    slow = item.get_closest_marker("slow")
-    if slow is not None and not slow.kwargs.get("reason"):
-        raise pytest.UsageError(f"{item.nodeid}: pytest.mark.slow needs reason=... (why it may take longer)")
+    check_slow(item)
 
 
 # -- the costs, per phase ---------------------------------------------------------------------------
