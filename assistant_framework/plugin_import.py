@@ -5,6 +5,11 @@ each import reads the source, so a plugin edited and reloaded within one second 
 source compiles to is kept for the process, keyed by the file's path and its whole text (not by its
 mtime): the built-in skills and collectors are imported at every start and reload of a bot, and a
 test run starts hundreds.
+
+With ``reuse`` (the folders the framework ships: the built-in skills and collectors) a folder whose files are
+unchanged is not imported again: the module object of its last import comes back, and with it its module-level
+state, shared by every manager of the process that loads it (``folder_key``: each file's path and bytes).
+Any other folder is imported afresh each time, so a user's plugin runs its module code again at ``/reload``.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
+import os
 import re
 import sys
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -88,8 +95,26 @@ def _compiled(path: str, source: str) -> types.CodeType:
     return compile(source, path, "exec", dont_inherit=True)
 
 
-def import_plugin(folder: Path, root: str) -> types.ModuleType:
-    """Import ``folder/__init__.py`` as a package; PluginImportError names the folder on failure."""
+def import_plugin(folder: Path, root: str, *, reuse: bool = False) -> types.ModuleType:
+    """Import ``folder/__init__.py`` as a package; PluginImportError names the folder on failure.
+
+    With ``reuse`` the module of the folder's last reused import comes back when no file in the folder
+    changed since (``folder_key``); it is registered again in ``sys.modules`` with its submodules."""
+    if not reuse:
+        return _import_fresh(folder, root)
+    module_name = module_name_for(folder, root)
+    with _KEPT_LOCK:
+        key = folder_key(folder)
+        kept = _KEPT.get(module_name)
+        if kept is not None and kept.key == key:
+            kept.register()
+            return kept.modules[module_name]
+        module = _import_fresh(folder, root)
+        _KEPT[module_name] = _Kept(module_name, key, {name: sys.modules[name] for name in _loaded_under(module_name)})
+        return module
+
+
+def _import_fresh(folder: Path, root: str) -> types.ModuleType:
     module_name = module_name_for(folder, root)
     forget_module(module_name)
     _ensure_parent_packages(module_name)
@@ -112,6 +137,50 @@ def import_plugin(folder: Path, root: str) -> types.ModuleType:
         forget_module(module_name)
         raise PluginImportError(f"{folder}: import failed: {type(exc).__name__}: {exc}") from exc
     return module
+
+
+def folder_key(folder: Path) -> bytes:
+    """What a plugin folder holds, as a digest of each file's path in it and its bytes (``__pycache__`` and
+    hidden names left out): equal digests, an equal folder, whatever the files' times say."""
+    digest = hashlib.sha1()
+    for path in _plugin_files(folder):
+        data = path.read_bytes()
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.digest()
+
+
+def _plugin_files(folder: Path) -> Iterator[Path]:
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.name.startswith(".") or entry.name == "__pycache__":
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _plugin_files(Path(entry.path))
+        elif entry.is_file():
+            yield Path(entry.path)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A reused plugin's modules as its import left them (the package ``name`` and its submodules), and the
+    folder's ``folder_key`` then."""
+
+    name: str
+    key: bytes
+    modules: dict[str, types.ModuleType]
+
+    def register(self) -> None:
+        """The modules in ``sys.modules`` again (a reload, or a fresh import of the folder, dropped them): the
+        plugin's relative imports at call time resolve to its own submodules."""
+        if sys.modules.get(self.name) is not self.modules[self.name]:
+            forget_module(self.name)
+        _ensure_parent_packages(self.name)
+        sys.modules.update(self.modules)
+
+
+#: The module name of each folder imported with ``reuse`` -> what its last import left.
+_KEPT: dict[str, _Kept] = {}
+_KEPT_LOCK = threading.RLock()
 
 
 class LoadOnce:

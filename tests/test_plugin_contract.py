@@ -14,6 +14,7 @@ from assistant_framework.collectors import spec as collector_spec
 from assistant_framework.collectors.manager import BUILTIN_DIR, CollectorManager
 from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillContext, SkillManager
 from assistant_framework.skills import spec as skill_spec
+from assistant_framework.skills.loader import load_skill_folder
 from tests.fixtures.collectors.helpers import write_collector
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,6 +127,30 @@ def test_every_builtin_collector_is_written_in_the_current_form(ws, caplog):
     for name, collector in manager.collectors.items():
         assert collector.deprecated == [], name
     assert not [r for r in caplog.records if "deprecated" in r.getMessage()]
+
+
+def test_builtin_collectors_share_one_module_and_each_registers_with_its_own_config(ws):
+    """A shipped collector is imported once per process while its files are unchanged; each manager's load still
+    registers it with that manager's section (and a reload with the new one)."""
+    hourly = CollectorManager([BUILTIN_DIR], {"rss": {"interval_seconds": 3600}}, ws)
+    daily = CollectorManager([BUILTIN_DIR], {"rss": {"cron": "0 7 * * *"}}, ws)
+    first, second = hourly.collectors["rss"], daily.collectors["rss"]
+    assert first.module is second.module and first.module is not None
+    assert (first.interval_seconds, first.cron) == (3600.0, None) and (second.interval_seconds, second.cron) == (
+        None,
+        "0 7 * * *",
+    )
+    hourly.reload({"rss": {"interval_seconds": 60}})
+    assert hourly.collectors["rss"].module is first.module and hourly.collectors["rss"].interval_seconds == 60.0
+
+
+def test_an_older_form_warns_at_each_load_of_a_reused_folder(tmp_path, caplog):
+    """The framework's own folders are not imported again while unchanged (``reuse``): a deprecated form is
+    still said at each load, as a user's folder says it at each reload."""
+    _skill(tmp_path, "plus_one", TWO_ARGUMENT_SKILL)
+    loaded = [load_skill_folder(tmp_path / "plus_one", reuse=True) for _ in range(2)]
+    assert loaded[0].run is loaded[1].run and loaded[0] is not loaded[1]
+    assert len(_warnings(caplog, "skill", "plus_one")) == 2
 
 
 def test_a_collector_in_the_current_form_loads_without_a_warning(tmp_path, ws, caplog):

@@ -1,4 +1,5 @@
-"""assistant_framework/plugin_import.py: what a plugin's source compiles to is kept, yet an edit is always seen."""
+"""assistant_framework/plugin_import.py: what a plugin's source compiles to is kept, yet an edit is always seen;
+a shipped plugin's module is reused while its folder is unchanged."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from assistant_framework.plugin_import import import_plugin
+import pytest
+
+from assistant_framework.plugin_import import PluginImportError, forget_module, import_plugin, module_name_for
 
 
 def test_an_edit_of_the_same_size_and_mtime_is_imported_fresh(tmp_path: Path) -> None:
@@ -49,3 +52,47 @@ def test_a_new_import_drops_the_plugins_submodules_and_no_other_plugins(tmp_path
     assert (web.helper.VALUE, again.helper.VALUE) == ("web one", "web, second")
     assert sys.modules[other.__name__] is other and sys.modules[other.__name__ + ".helper"] is other.helper
     assert sys.modules[again.__name__ + ".helper"] is again.helper
+
+
+def test_a_reused_folder_is_imported_once_while_its_files_are_unchanged(tmp_path: Path) -> None:
+    """``reuse`` (the shipped plugins): the module of the last import comes back, put back in ``sys.modules`` with
+    its submodules after a reload dropped them; an edit of any file, even of the same size and mtime, is new."""
+    folder = tmp_path / "plugins" / "kept"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("from . import helper\nRUNS = []\nRUNS.append(1)\n", encoding="utf-8")
+    helper = folder / "helper.py"
+    helper.write_text("VALUE = 'one'\n", encoding="utf-8")
+    first = import_plugin(folder, "test_plugins", reuse=True)
+    assert import_plugin(folder, "test_plugins", reuse=True) is first and first.RUNS == [1]
+
+    forget_module(first.__name__)  # what a reload does first
+    assert import_plugin(folder, "test_plugins", reuse=True) is first
+    assert sys.modules[first.__name__] is first and sys.modules[first.__name__ + ".helper"] is first.helper
+    fresh = import_plugin(folder, "test_plugins")  # without reuse: a new module, as always
+    assert fresh is not first and sys.modules[first.__name__] is fresh
+    assert import_plugin(folder, "test_plugins", reuse=True) is first and sys.modules[first.__name__] is first
+
+    init = folder / "__init__.py"
+    stat = init.stat()
+    init.write_text("from . import helper\nRUNS = []\nRUNS.append(2)\n", encoding="utf-8")  # same length
+    os.utime(init, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same mtime
+    edited = import_plugin(folder, "test_plugins", reuse=True)
+    assert edited is not first and edited.RUNS == [2]
+    assert import_plugin(folder, "test_plugins", reuse=True) is edited
+    helper.write_text("VALUE = 'second'\n", encoding="utf-8")  # a submodule
+    again = import_plugin(folder, "test_plugins", reuse=True)
+    assert again is not edited and again.helper.VALUE == "second"
+    (folder / "data.txt").write_text("a file the plugin may read\n", encoding="utf-8")
+    assert import_plugin(folder, "test_plugins", reuse=True) is not again
+
+
+def test_a_failed_reused_import_is_not_kept(tmp_path: Path) -> None:
+    folder = tmp_path / "plugins" / "broken"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("raise RuntimeError('not yet')\n", encoding="utf-8")
+    for _ in range(2):
+        with pytest.raises(PluginImportError, match="not yet"):
+            import_plugin(folder, "test_plugins", reuse=True)
+    assert module_name_for(folder, "test_plugins") not in sys.modules
+    (folder / "__init__.py").write_text("VALUE = 1\n", encoding="utf-8")
+    assert import_plugin(folder, "test_plugins", reuse=True).VALUE == 1

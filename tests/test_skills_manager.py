@@ -116,6 +116,21 @@ def test_broken_skills_are_isolated(ws: Workspace) -> None:
     assert not [name for name in sys.modules if name.endswith(".import_error")]
 
 
+def test_builtin_skills_are_imported_once_per_process_while_unchanged(tmp_path: Path, ws: Workspace) -> None:
+    """The shipped skills' modules are shared by every manager and reload of the process (a user folder's are
+    not: the test above); each load still gets its own records, and a copy of the folder is a folder of its own."""
+    first, second = SkillManager([BUILTIN_SKILLS_DIR], ws), SkillManager([BUILTIN_SKILLS_DIR], ws)
+    time_skill = first.get("time")
+    assert second.get("time").run is time_skill.run and second.get("time") is not time_skill
+    first.reload()
+    assert first.get("time").run is time_skill.run
+    assert sys.modules[time_skill.module_name].run is time_skill.run  # registered again after the reload's forget
+    assert first.run("time", {}).ok
+    copied = shutil.copytree(BUILTIN_SKILLS_DIR / "time", tmp_path / "mine" / "time")
+    mine = SkillManager([copied.parent], ws)
+    assert mine.get("time").run is not time_skill.run and mine.get("time").folder == copied.resolve()
+
+
 def test_user_dir_overrides_builtin(ws: Workspace) -> None:
     manager = SkillManager([BUILTIN_SKILLS_DIR, OVERRIDE], ws)
     assert manager.get("time").description == "User override of the time skill."

@@ -149,6 +149,26 @@ def test_the_rate_limit_is_per_minute_and_half_of_it_per_chat(workspace, searx) 
     assert len(searx.requests) == 2
 
 
+def test_the_rate_limit_is_the_services_and_outlives_a_reload(workspace, searx) -> None:
+    """The built-in's module is kept for the process (assistant_framework/plugin_import.py, ``reuse``): a reload,
+    or a second bot of the process, does not start the minute again; another search service counts apart."""
+    skills = SkillManager.from_config({}, workspace)
+    section = {"backend": "searxng", "url": searx.url, "per_minute": 2}
+
+    def call(manager: SkillManager, chat: str, url: str = searx.url):
+        context = SkillContext(conversation_id=chat, config={"search": {**section, "url": url}})
+        return manager.run("web_search", {"query": "q"}, context)
+
+    assert call(skills, "a").ok
+    skills.reload()
+    assert not call(skills, "a").ok  # the chat's one search this minute is spent
+    assert call(SkillManager.from_config({}, workspace), "b").ok
+    assert not call(SkillManager.from_config({}, workspace), "c").ok  # and the whole
+    with FakeSearXNG(results=list(RESULTS)) as other:
+        assert call(skills, "a", other.url).ok and len(other.requests) == 1
+    assert len(searx.requests) == 2
+
+
 def test_duckduckgo_goes_through_ddgs_and_its_failure_is_one_sentence(workspace, monkeypatch) -> None:
     """The library's own HTTP client is pointed at a local proxy that hangs up: no query leaves this
     machine, and the failure comes back as one sentence."""

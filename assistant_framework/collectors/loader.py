@@ -159,13 +159,18 @@ def is_collector_folder(folder: Path) -> bool:
     return folder.is_dir() and (folder / "__init__.py").is_file() and not folder.name.startswith((".", "_"))
 
 
-def import_folder(folder: Path) -> ModuleType:
-    """Import a collector package under a unique module name (no sys.path changes)."""
-    return import_plugin(folder, "assistant_collectors")
+def import_folder(folder: Path, *, reuse: bool = False) -> ModuleType:
+    """Import a collector package under a unique module name (no sys.path changes; ``reuse``: see
+    ``import_plugin``)."""
+    return import_plugin(folder, "assistant_collectors", reuse=reuse)
 
 
-def load_collector(folder: Path, section: CollectorConfig | None) -> Collector | CollectorLoadError:
-    """Import and register one collector folder; every failure is returned as a value."""
+def load_collector(
+    folder: Path, section: CollectorConfig | None, *, reuse: bool = False
+) -> Collector | CollectorLoadError:
+    """Import and register one collector folder; every failure is returned as a value. With ``reuse`` (a folder
+    the framework ships) an unchanged folder's module is not imported again; it registers with ``section``
+    each time."""
     name = folder.name
     section = dict(section or {})
     try:
@@ -173,7 +178,7 @@ def load_collector(folder: Path, section: CollectorConfig | None) -> Collector |
             raise ValueError(f"collector folder name {name!r} must be lower-case letters, digits, '_' or '-'")
         if not (folder / "README.md").is_file():
             raise ValueError(f"collector {name!r} has no README.md in {folder}")
-        module = import_folder(folder)
+        module = import_folder(folder, reuse=reuse)
         spec = _registration(module, section)
         for sentence in spec.get("deprecated", []):
             log.warning("collector %s (%s): %s", name, folder, sentence)

@@ -3,7 +3,8 @@
 Collectors come from the built-in ``collectors/`` folder plus
 ``runtime.collectors_dirs`` (a later folder's collector replaces an earlier
 one of the same name). Modules are imported once per load()/reload(), never
-per message. Scheduling lives in :mod:`.runner`.
+per message; a built-in one whose files are unchanged once per process (``import_plugin``'s ``reuse``).
+Scheduling lives in :mod:`.runner`.
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ class CollectorManager:
             if not isinstance(section, dict):
                 errors.append(CollectorLoadError(name, folder, f"collectors.{name} must be an object"))
                 continue
-            result = load_collector(folder, section)
+            # The shipped collectors' modules are kept for the process while their files are unchanged.
+            result = load_collector(folder, section, reuse=folder.parent.resolve() == BUILTIN_DIR)
             if isinstance(result, CollectorLoadError):
                 errors.append(result)
             else:

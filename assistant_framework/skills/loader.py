@@ -7,6 +7,7 @@ records it and goes on. A deprecated form loads with a warning naming the form t
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import json
@@ -192,10 +193,10 @@ def is_skill_folder(path: Path) -> bool:
     return path.is_dir() and not path.name.startswith(("_", ".")) and (path / "__init__.py").is_file()
 
 
-def import_skill_module(folder: Path) -> types.ModuleType:
-    """Import ``folder/__init__.py`` as a package under its unique module name."""
+def import_skill_module(folder: Path, *, reuse: bool = False) -> types.ModuleType:
+    """Import ``folder/__init__.py`` as a package under its unique module name (``reuse``: see ``import_plugin``)."""
     try:
-        return import_plugin(folder, MODULE_ROOT)
+        return import_plugin(folder, MODULE_ROOT, reuse=reuse)
     except PluginImportError as exc:
         raise SkillDefinitionError(str(exc)) from exc.__cause__
 
@@ -373,16 +374,42 @@ def _deprecated_forms(module: types.ModuleType, wants_context: bool) -> list[str
     ]
 
 
-def load_skill_folder(folder: Path) -> Skill:
-    """Import one skill folder and validate its definition; raises SkillDefinitionError."""
+def load_skill_folder(folder: Path, *, reuse: bool = False) -> Skill:
+    """Import one skill folder and validate its definition; raises SkillDefinitionError.
+
+    With ``reuse`` (a folder the framework ships) an unchanged folder's module is not imported again
+    (``import_plugin``), nor its record checked again: a copy of the record made from that module comes back."""
     folder = folder.resolve()
+    if not reuse:
+        return _checked_skill(folder, lambda: import_skill_module(folder))
+    module = import_skill_module(folder, reuse=True)
+    kept = _KEPT_SKILLS.get(module.__name__)
+    if kept is None or kept[0] is not module:
+        kept = (module, _checked_skill(folder, lambda: module))
+        _KEPT_SKILLS[module.__name__] = kept
+    else:
+        _warn_deprecated(kept[1].name, folder, kept[1].deprecated)
+    return copy.copy(kept[1])
+
+
+#: A reused skill module's name -> the module and the record made from it (``load_skill_folder``'s ``reuse``).
+_KEPT_SKILLS: dict[str, tuple[types.ModuleType, Skill]] = {}
+
+
+def _warn_deprecated(name: str, folder: Path, sentences: list[str]) -> None:
+    for sentence in sentences:
+        log.warning("skill %s (%s): %s", name, folder, sentence)
+
+
+def _checked_skill(folder: Path, import_module: Callable[[], types.ModuleType]) -> Skill:
+    """The skill record of ``folder``, whose module ``import_module`` gives; raises SkillDefinitionError."""
     readme = folder / "README.md"
     readme_path = readme if readme.is_file() else None
     try:
         sections = readme_sections(readme.read_text(encoding="utf-8")) if readme_path else {}
     except UnicodeDecodeError:
         raise SkillDefinitionError(f"{readme}: not UTF-8 text; save it as UTF-8") from None
-    module = import_skill_module(folder)
+    module = import_module()
     raw = _definition(module, folder)
 
     name, description, run = _check_identity(raw, folder)
@@ -390,9 +417,7 @@ def load_skill_folder(folder: Path) -> Skill:
     schema = check_schema(declared, f"{folder} (schema from {source})")
     wants_context = accepts_context(run)
     deprecated = _deprecated_forms(module, wants_context)
-    for sentence in deprecated:
-        log.warning("skill %s (%s): %s", name.strip(), folder, sentence)
-
+    _warn_deprecated(name.strip(), folder, deprecated)
     return Skill(
         name=name.strip(),
         description=description.strip(),

@@ -38,9 +38,10 @@ class Loading:
         self.validators[spec.name] = validator_for(spec.args_schema)
 
 
-def load_directory(directory: Path, found: Loading) -> None:
+def load_directory(directory: Path, found: Loading, *, reuse: bool = False) -> None:
     """The skill folders of one of ``runtime.skills_dirs``: a later directory replaces a name, within one a
-    name used twice is a mistake."""
+    name used twice is a mistake. ``reuse``: the framework's own folder, whose unchanged skills are not imported
+    again (``load_skill_folder``)."""
     if not directory.is_dir():
         found.errors.append(
             SkillLoadError(directory.name, directory, f"{directory}: no such folder (listed in runtime.skills_dirs)")
@@ -51,7 +52,7 @@ def load_directory(directory: Path, found: Loading) -> None:
         if not is_skill_folder(folder):
             continue
         try:
-            spec = load_skill_folder(folder)
+            spec = load_skill_folder(folder, reuse=reuse)
         except SkillDefinitionError as exc:
             found.errors.append(SkillLoadError(name=folder.name, folder=folder.resolve(), error=str(exc)))
             continue

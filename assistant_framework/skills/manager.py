@@ -185,7 +185,9 @@ class SkillManager:
         """Import every skill folder once; failures go to ``errors``, the rest still load."""
         found = Loading()
         for directory in self.dirs:
-            load_directory(directory, found)
+            # The shipped skills' modules are kept for the process while their files are unchanged; a user's
+            # folder is imported again at each load (its module code runs again at /reload).
+            load_directory(directory, found, reuse=directory.resolve() == BUILTIN_SKILLS_DIR)
         for source in self.sources:
             load_source(source, found)
         self._plain = dict(sorted(found.skills.items()))

@@ -139,6 +139,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_web_search.py",),
     ),
     Mutation(
+        "web-search-limit-per-reload",
+        "skills/web_search/__init__.py",
+        "return _LIMITS.setdefault((section.backend, section.url), RateLimit())",
+        "return _LIMITS.setdefault((section.backend, section.url, id(section)), RateLimit())",
+        "a /reload (new config records) starts the minute's count again: a reload spends the limit anew",
+        ("test_web_search.py",),
+    ),
+    Mutation(
         "jobs-interval-only-on-add",
         "skills/jobs/__init__.py",
         "        _check_interval(\n            {**schedule",
@@ -413,5 +421,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if name.startswith(module_name):",
         "a plugin's new import also drops the modules of another plugin whose name begins alike (web, web_search)",
         ("test_plugin_import.py",),
+    ),
+    Mutation(
+        "plugin-reuse-ignores-edits",
+        f"{AF}/plugin_import.py",
+        "if kept is not None and kept.key == key:",
+        "if kept is not None:",
+        "an edited built-in skill or collector keeps its old code until the process restarts (/reload misses it)",
+        ("test_plugin_import.py",),
+    ),
+    Mutation(
+        "plugin-reuse-keeps-forgotten",
+        f"{AF}/plugin_import.py",
+        "        sys.modules.update(self.modules)",
+        "        pass",
+        "a reused built-in is not in sys.modules after a reload: its relative imports at call time fail",
+        ("test_plugin_import.py", "test_skills_manager.py"),
     ),
 )

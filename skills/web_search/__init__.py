@@ -7,7 +7,7 @@ import threading
 import time
 from collections import deque
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import SearchSettings, Settings
 from assistant_framework.html_text import html_to_text
 from assistant_framework.skills import OUTSIDE_LABEL, OwnWordsError
 from assistant_framework.skills.spec import SkillArgs, SkillContext
@@ -36,7 +36,7 @@ _SPACE = re.compile(r"\s+")
 
 class RateLimit:
     """At most ``per_minute`` searches a minute in all, and half of them for one chat, so one chat
-    cannot spend what the others need (thread-safe; the skill's module keeps one)."""
+    cannot spend what the others need (thread-safe; one per search service: ``limit_for``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -61,7 +61,17 @@ class RateLimit:
             return 0.0
 
 
-LIMIT = RateLimit()
+#: The limit of each search service (backend and URL) the process searched. The framework keeps this module
+#: for the process (a shipped skill is not imported again at a start or /reload), so a count outlives a /reload
+#: and two bots of one process that search one service share its minute; another service counts apart.
+_LIMITS: dict[tuple[str, str], RateLimit] = {}
+_LIMITS_LOCK = threading.Lock()
+
+
+def limit_for(section: SearchSettings) -> RateLimit:
+    """The rate limit of the service ``section`` names."""
+    with _LIMITS_LOCK:
+        return _LIMITS.setdefault((section.backend, section.url), RateLimit())
 
 
 def settings_of(context: SkillContext | None) -> Settings:
@@ -106,7 +116,7 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     count = int(args.get("max_results") or section.max_results)
     # The chat, not its session: /new must not give a chat a fresh share.
     chat = (context.place or context.conversation_id) if context is not None else ""
-    wait = LIMIT.take(chat, section.per_minute)
+    wait = limit_for(section).take(chat, section.per_minute)
     if wait:
         raise OwnWordsError(f"the search limit ({section.per_minute} a minute) is reached: try again in {wait:.0f} s")
     backend = Backend(name=section.backend, url=section.url, api_key=api_key(section), timeout=deadline(context))
