@@ -139,11 +139,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_web_search.py",),
     ),
     Mutation(
-        "web-search-limit-per-reload",
+        "web-search-limit-across-services",
         "skills/web_search/__init__.py",
         "return _LIMITS.setdefault((section.backend, section.url), RateLimit())",
-        "return _LIMITS.setdefault((section.backend, section.url, id(section)), RateLimit())",
-        "a /reload (new config records) starts the minute's count again: a reload spends the limit anew",
+        "return _LIMITS.setdefault((section.backend, \"\"), RateLimit())",
+        "the searches of one SearXNG instance (or a test's fake) spend another's minute",
         ("test_web_search.py",),
     ),
     Mutation(
