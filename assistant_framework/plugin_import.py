@@ -8,7 +8,7 @@ test run starts hundreds.
 
 With ``reuse`` (the folders the framework ships: the built-in skills and collectors) a folder whose files are
 unchanged is not imported again: the module object of its last import comes back, and with it its module-level
-state, shared by every manager of the process that loads it (``folder_key``: each file's path and bytes).
+state, shared by every manager of the process that loads it (``folder_key``: each file's path, size and times).
 Any other folder is imported afresh each time, so a user's plugin runs its module code again at ``/reload``.
 """
 
@@ -102,15 +102,15 @@ def import_plugin(folder: Path, root: str, *, reuse: bool = False) -> types.Modu
     changed since (``folder_key``); it is registered again in ``sys.modules`` with its submodules."""
     if not reuse:
         return _import_fresh(folder, root)
-    module_name = module_name_for(folder, root)
     with _KEPT_LOCK:
         key = folder_key(folder)
-        kept = _KEPT.get(module_name)
+        kept = _KEPT.get((str(folder), root))
         if kept is not None and kept.key == key:
             kept.register()
-            return kept.modules[module_name]
+            return kept.modules[kept.name]
         module = _import_fresh(folder, root)
-        _KEPT[module_name] = _Kept(module_name, key, {name: sys.modules[name] for name in _loaded_under(module_name)})
+        modules = {name: sys.modules[name] for name in _loaded_under(module.__name__)}
+        _KEPT[(str(folder), root)] = _Kept(module.__name__, key, modules)
         return module
 
 
@@ -139,25 +139,22 @@ def _import_fresh(folder: Path, root: str) -> types.ModuleType:
     return module
 
 
-def folder_key(folder: Path) -> bytes:
-    """What a plugin folder holds, as a digest of each file's path in it and its bytes (``__pycache__`` and
-    hidden names left out): equal digests, an equal folder, whatever the files' times say."""
-    digest = hashlib.sha1()
-    for path in _plugin_files(folder):
-        data = path.read_bytes()
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{len(data)}\0".encode())
-        digest.update(data)
-    return digest.digest()
+def folder_key(folder: Path) -> tuple[tuple[str, int, int, int, int], ...]:
+    """What a plugin folder holds, as each file's path in it, size, inode, mtime and ctime (``__pycache__`` and
+    hidden names left out). An edit shows in them even when it keeps the size and sets the old mtime back (the
+    ctime then moves); only a rewrite of the same size within one tick of the file system's clock would not."""
+    return tuple(_plugin_files(str(folder), ""))
 
 
-def _plugin_files(folder: Path) -> Iterator[Path]:
+def _plugin_files(folder: str, prefix: str) -> Iterator[tuple[str, int, int, int, int]]:
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         if entry.name.startswith(".") or entry.name == "__pycache__":
             continue
         if entry.is_dir(follow_symlinks=False):
-            yield from _plugin_files(Path(entry.path))
+            yield from _plugin_files(entry.path, f"{prefix}{entry.name}/")
         elif entry.is_file():
-            yield Path(entry.path)
+            stat = entry.stat()
+            yield (prefix + entry.name, stat.st_size, stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -166,7 +163,7 @@ class _Kept:
     folder's ``folder_key`` then."""
 
     name: str
-    key: bytes
+    key: tuple[tuple[str, int, int, int, int], ...]
     modules: dict[str, types.ModuleType]
 
     def register(self) -> None:
@@ -178,8 +175,9 @@ class _Kept:
         sys.modules.update(self.modules)
 
 
-#: The module name of each folder imported with ``reuse`` -> what its last import left.
-_KEPT: dict[str, _Kept] = {}
+#: Each folder imported with ``reuse`` (the path as given, no ``resolve`` each time) and root -> what its last
+#: import left.
+_KEPT: dict[tuple[str, str], _Kept] = {}
 _KEPT_LOCK = threading.RLock()
 
 

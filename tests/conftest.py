@@ -142,9 +142,27 @@ def chat_server():
         yield server
 
 
+@pytest.fixture(scope="session")
+def _shared_test_skills(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """TEST_SKILLS written once per test process, read-only: a test that wrote into them would change them for the
+    tests after it. The modes stop that where they bind (not for root); a change is an error when the process's
+    tests are done, in any case."""
+    from assistant_framework.plugin_import import folder_key
+
+    folder = write_test_skills(tmp_path_factory.mktemp("test_skills"))
+    for path in [*folder.rglob("*"), folder]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    written = folder_key(folder)
+    yield folder
+    assert folder_key(folder) == written, f"a test changed the shared TEST_SKILLS in {folder}: use a folder of its own"
+
+
 @pytest.fixture
-def test_skills_dir(tmp_path: Path) -> Path:
-    return write_test_skills(tmp_path / "test_skills")
+def test_skills_dir(_shared_test_skills: Path) -> Path:
+    """A skills dir holding TEST_SKILLS (read-only, one for all the tests of the process: writing the four folders
+    for each of about a thousand bot and agent tests cost 3-5 ms of CPU each). The bot imports each folder again
+    at every load: a user's skills dir is never reused across loads (assistant_framework/plugin_import.py)."""
+    return _shared_test_skills
 
 
 @pytest.fixture

@@ -111,7 +111,7 @@ class CollectorManager:
 
     def load(self) -> None:
         """Import every collector folder once; failures land in ``errors``."""
-        folders: dict[str, Path] = {}
+        folders: dict[str, tuple[Path, bool]] = {}
         errors: list[CollectorLoadError] = []
         for base in self.dirs:
             if not base.is_dir():
@@ -119,17 +119,18 @@ class CollectorManager:
                     CollectorLoadError(base.name, base, f"{base}: no such folder (listed in runtime.collectors_dirs)")
                 )
                 continue
+            # The shipped collectors' modules are kept for the process while their files are unchanged.
+            shipped = base.resolve() == BUILTIN_DIR
             for folder in sorted(base.iterdir()):
                 if is_collector_folder(folder):
-                    folders[folder.name] = folder
+                    folders[folder.name] = (folder, shipped)
         collectors: dict[str, Collector] = {}
-        for name, folder in sorted(folders.items()):
+        for name, (folder, shipped) in sorted(folders.items()):
             section = self.collectors_config.get(name) or {}
             if not isinstance(section, dict):
                 errors.append(CollectorLoadError(name, folder, f"collectors.{name} must be an object"))
                 continue
-            # The shipped collectors' modules are kept for the process while their files are unchanged.
-            result = load_collector(folder, section, reuse=folder.parent.resolve() == BUILTIN_DIR)
+            result = load_collector(folder, section, reuse=shipped)
             if isinstance(result, CollectorLoadError):
                 errors.append(result)
             else:

@@ -315,10 +315,12 @@ def _timeout(value: object, folder: Path) -> float | None:
 SKILL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 
 
+@functools.lru_cache(maxsize=1024)
 def tool_name(skill: str) -> str:
     """A skill's name as OpenAI-style servers accept a function name (``^[a-zA-Z0-9_-]{1,64}$``): other
     characters (a dot, a space, ``ü``) become ``_``. Names already in that form are unchanged. Two skills
-    with the same tool name cannot both load (a native tool call could not tell them apart)."""
+    with the same tool name cannot both load (a native tool call could not tell them apart). Kept per name: a
+    load compares each skill's with every other's."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", skill)[:64] or "_"
 
 
@@ -379,9 +381,10 @@ def load_skill_folder(folder: Path, *, reuse: bool = False) -> Skill:
 
     With ``reuse`` (a folder the framework ships) an unchanged folder's module is not imported again
     (``import_plugin``), nor its record checked again: a copy of the record made from that module comes back."""
-    folder = folder.resolve()
     if not reuse:
+        folder = folder.resolve()
         return _checked_skill(folder, lambda: import_skill_module(folder))
+    folder = _real_path(folder)
     module = import_skill_module(folder, reuse=True)
     kept = _KEPT_SKILLS.get(module.__name__)
     if kept is None or kept[0] is not module:
@@ -390,6 +393,12 @@ def load_skill_folder(folder: Path, *, reuse: bool = False) -> Skill:
     else:
         _warn_deprecated(kept[1].name, folder, kept[1].deprecated)
     return copy.copy(kept[1])
+
+
+@functools.lru_cache(maxsize=256)
+def _real_path(folder: Path) -> Path:
+    """A shipped skill folder's real path, read once per process (``resolve`` is a ``lstat`` per part of it)."""
+    return folder.resolve()
 
 
 #: A reused skill module's name -> the module and the record made from it (``load_skill_folder``'s ``reuse``).

@@ -142,7 +142,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "web-search-limit-across-services",
         "skills/web_search/__init__.py",
         "return _LIMITS.setdefault((section.backend, section.url), RateLimit())",
-        "return _LIMITS.setdefault((section.backend, \"\"), RateLimit())",
+        'return _LIMITS.setdefault((section.backend, ""), RateLimit())',
         "the searches of one SearXNG instance (or a test's fake) spend another's minute",
         ("test_web_search.py",),
     ),
