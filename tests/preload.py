@@ -25,7 +25,8 @@ keep a real ``subprocess.Popen`` and say so (tests/test_console.py's entry-point
 ``make install``, missing-dependency and import-order checks). What else differs from a fresh start: the
 project's modules are imported before the module runs (their import-time code ran once, in the zygote), and
 so are the libraries the built-in skills and collectors import (the plugins themselves are imported again at
-each start, from their folders; their compiled sources are the zygote's: ``_warm_plugins``), the
+each start, from their folders; their compiled sources are the zygote's: ``_warm_plugins``) and those the
+project imports at first use (``LAZY_IMPORTS``), the
 children of one zygote share its hash seed, and ``sys.flags``/``sys.orig_argv`` are the zygote's.
 
 A process the code under test starts itself from a command line (an MCP server in its config) goes through
@@ -484,6 +485,10 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 #: their libraries: httpx, python-telegram-bot, the MCP SDK, ...). ``__main__`` modules are not imported:
 #: they are what a start runs.
 PRELOADED_PACKAGES = ("assistant_framework", "messaging_llm_bot")
+#: Libraries the project imports at first use, not at import, which every bot start in a child used to import
+#: again: httpx's transport (httpcore, and trio through it: about 45 ms of CPU at each start, with anyio's
+#: asyncio backend). Imported by the zygote with the project's packages.
+LAZY_IMPORTS = ("httpcore", "anyio._backends._asyncio")
 #: Other packages for the zygote to import, comma-separated (empty: none), read by the zygote at its start:
 #: tests/test_preload.py's worker processes start zygotes whose imports are not what they test.
 PACKAGES_ENV = "ASSISTANT_TEST_PRELOAD_PACKAGES"
@@ -504,6 +509,8 @@ def _preload() -> None:
             if module.name.rsplit(".", 1)[-1] != "__main__":
                 importlib.import_module(module.name)
     if names is None:
+        for name in LAZY_IMPORTS:
+            importlib.import_module(name)
         _warm_plugins()
     # What the imports left is kept out of every later collection, the children's included: their collections
     # no longer walk (and so copy, page by page) the modules they share with the zygote.

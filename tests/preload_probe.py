@@ -6,7 +6,7 @@ stream set-up, time zone) on stdout, then does what the first argument says: exi
 error, raises KeyboardInterrupt, waits for a line on stdin and exits 0, copies stdin to stdout and stderr
 until end of file, leaves a non-daemon thread that writes a file at exit time, or prints a second JSON line:
 the names in ``sys.modules`` that are plugins (``assistant_skills.*``, ``assistant_collectors.*``) or libraries
-the built-in plugins import (``icalendar``, ``feedparser``).
+the built-in plugins import (``icalendar``, ``feedparser``) or httpx's transport (``httpcore``).
 """
 
 from __future__ import annotations
@@ -83,7 +83,12 @@ def main(argv: list[str]) -> int:
             name for name in list(sys.modules) if name.startswith(("assistant_skills", "assistant_collectors"))
         )
         print(
-            json.dumps({"plugins": plugins, "libraries": [n for n in ("icalendar", "feedparser") if n in sys.modules]})
+            json.dumps(
+                {
+                    "plugins": plugins,
+                    "libraries": [n for n in ("icalendar", "feedparser", "httpcore") if n in sys.modules],
+                }
+            )
         )
     return 0
 
