@@ -26,7 +26,7 @@ keep a real ``subprocess.Popen`` and say so (tests/test_console.py's entry-point
 project's modules are imported before the module runs (their import-time code ran once, in the zygote), and
 so are the libraries the built-in skills and collectors import (the plugins themselves are imported again at
 each start, from their folders; their compiled sources are the zygote's: ``_warm_plugins``) and those the
-project imports at first use (``LAZY_IMPORTS``), the
+project imports at first use (``LAZY_IMPORTS``), the default TLS context is the zygote's (``_warm_tls``), the
 children of one zygote share its hash seed, and ``sys.flags``/``sys.orig_argv`` are the zygote's.
 
 A process the code under test starts itself from a command line (an MCP server in its config) goes through
@@ -512,6 +512,7 @@ def _preload() -> None:
         for name in LAZY_IMPORTS:
             importlib.import_module(name)
         _warm_plugins()
+        _warm_tls()
     # What the imports left is kept out of every later collection, the children's included: their collections
     # no longer walk (and so copy, page by page) the modules they share with the zygote.
     gc.freeze()
@@ -544,6 +545,16 @@ def _warm_plugins() -> None:
     roots = {name.split(".")[0] for name in names}  # the plugins, their submodules, the placeholders above them
     for name in [name for name in sys.modules if name.split(".")[0] in roots]:
         del sys.modules[name]
+
+
+def _warm_tls() -> None:
+    """The default TLS context (certifi's bundle: assistant_framework/tls.py keeps one per process and setting)
+    made once here: every bot start in a child made it again for its HTTP clients (about 30 ms of CPU). The
+    setting is read from the child's environment when a client is made: a child given ``SSL_CERT_FILE`` or
+    ``SSL_CERT_DIR`` makes its own context, as a fresh process does."""
+    from assistant_framework.tls import shared_context
+
+    shared_context(trust_env=False)
 
 
 class _Child:

@@ -6,7 +6,8 @@ stream set-up, time zone) on stdout, then does what the first argument says: exi
 error, raises KeyboardInterrupt, waits for a line on stdin and exits 0, copies stdin to stdout and stderr
 until end of file, leaves a non-daemon thread that writes a file at exit time, or prints a second JSON line:
 the names in ``sys.modules`` that are plugins (``assistant_skills.*``, ``assistant_collectors.*``) or libraries
-the built-in plugins import (``icalendar``, ``feedparser``) or httpx's transport (``httpcore``).
+the built-in plugins import (``icalendar``, ``feedparser``) or httpx's transport (``httpcore``), and how many
+TLS contexts ``assistant_framework.tls`` holds.
 """
 
 from __future__ import annotations
@@ -82,14 +83,10 @@ def main(argv: list[str]) -> int:
         plugins = sorted(
             name for name in list(sys.modules) if name.startswith(("assistant_skills", "assistant_collectors"))
         )
-        print(
-            json.dumps(
-                {
-                    "plugins": plugins,
-                    "libraries": [n for n in ("icalendar", "feedparser", "httpcore") if n in sys.modules],
-                }
-            )
-        )
+        libraries = [name for name in ("icalendar", "feedparser", "httpcore") if name in sys.modules]
+        tls = sys.modules.get("assistant_framework.tls")
+        contexts = tls._context.cache_info().currsize if tls is not None else 0  # type: ignore[attr-defined]
+        print(json.dumps({"plugins": plugins, "libraries": libraries, "tls_contexts": contexts}))
     return 0
 
 

@@ -94,15 +94,16 @@ def test_exit_codes_are_the_interpreter_s(how: str) -> None:
 def test_a_child_finds_the_built_in_plugins_libraries_loaded_and_the_plugins_not() -> None:
     """The zygote loaded the built-in skills and collectors once (their libraries stay, their compiled sources are
     cached) and forgot the plugins' modules: a bot started in a child imports every plugin again, as a start does.
-    The libraries the project imports at first use (``LAZY_IMPORTS``) are loaded too. A real start has none."""
+    The libraries the project imports at first use (``LAZY_IMPORTS``) are loaded too, and the default TLS context
+    is made. A real start has none of them."""
     seen = {}
     for how, process in _both([*PROBE, "modules"], cwd=REPO, stdout=subprocess.PIPE, text=True).items():
         with process:
             _first_line(process)
             seen[how] = json.loads(process.stdout.readline())
         assert process.returncode == 0
-    assert seen["real"] == {"plugins": [], "libraries": []}
-    assert seen["preloaded"] == {"plugins": [], "libraries": ["icalendar", "feedparser", "httpcore"]}
+    assert seen["real"] == {"plugins": [], "libraries": [], "tls_contexts": 0}
+    assert seen["preloaded"] == {"plugins": [], "libraries": ["icalendar", "feedparser", "httpcore"], "tls_contexts": 1}
 
 
 def test_a_preloaded_child_is_a_process_that_signals_reach(tmp_path: Path) -> None:
