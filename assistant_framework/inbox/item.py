@@ -58,6 +58,9 @@ class InboxItem:
     #: Items of later messages the recorded reply answers too (they entered this item's turn: busy mode
     #: steer); recorded with the reply, in the same ledger write, so a replay completes them with it.
     merged: list[str] = field(default_factory=list)
+    #: The platform's own record the payload was made from, as the channel received it in this process (Telegram's
+    #: ``Update``): its turn reads that instead of decoding the payload again. Never written: None after a restart.
+    received: object = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> InboxItemFile:
         """The on-disk form of the item."""

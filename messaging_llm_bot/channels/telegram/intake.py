@@ -51,6 +51,7 @@ class TelegramIntake:
         self.turns = turns
         self.shared = shared  # stores, refuses beyond the bound, joins or queues (conversation/intake.py)
         self.items: dict[str, InboxItem] = {}  # update id -> its item, stored when it was fetched
+        self._arrivals: dict[str, Arrival] = {}  # update id -> what was read of it then (``take`` reads it once)
         # One update at a time from storing to its place in its chat's queue: Telegram's order holds per chat
         # also where an update is stored as its handlers run (webhook mode, a direct process_update).
         self.order = asyncio.Lock()
@@ -112,6 +113,7 @@ class TelegramIntake:
         arrivals = [arrival for _, arrival in bound.values()]
         count, items = await self.shared.store_all(arrivals, lambda arrival: self.say(bound[arrival.source_id][0]))
         self.items.update((item.source_id, item) for item in items)
+        self._arrivals.update((item.source_id, bound[item.source_id][1]) for item in items)
         if count == len(arrivals):
             return updates
         return updates[: updates.index(bound[arrivals[count].source_id][0])]
@@ -124,8 +126,13 @@ class TelegramIntake:
         """A model-bound update, in arrival order (``order``), to the shared intake: stored when it was fetched
         or now, a duplicate dropped, over its chat's bound refused, joined to the sender's running turn or
         queued in its chat (its turn: ``TelegramTurns.answer``, with its album)."""
-        stored = self.items.pop(str(update.update_id), None)
-        await self.shared.take(self.arrival(update, bot), self.say(update), stored=stored)
+        key = str(update.update_id)
+        stored = self.items.pop(key, None)
+        if stored is not None:
+            stored.received = update  # its turn reads the update, not its payload decoded again
+        # As read when it was fetched: the update's to_dict once a turn.
+        arrival = self._arrivals.pop(key) if key in self._arrivals else self.arrival(update, bot)
+        await self.shared.take(arrival, self.say(update), stored=stored)
 
     async def over_limit(self, update: Update) -> None:
         """A command or a message the model does not read, beyond its chat's ``runtime.max_pending_per_chat``:

@@ -107,7 +107,8 @@ class TelegramTurns(ChatTurns):
             self._albums.pop(item.item_id, None)
 
     def message(self, item: InboxItem) -> TurnMessage:
-        message = message_of(Update.de_json(item.payload, self.bot))
+        fetched = item.received  # the update as fetched in this run, else decoded from what was stored
+        message = message_of(fetched if isinstance(fetched, Update) else Update.de_json(item.payload, self.bot))
         parts = self._albums.get(item.item_id, [])
         user, private = message.from_user, message.chat.type == "private"
         from_owner = user is not None and user.id == self.settings.owner
