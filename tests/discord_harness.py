@@ -5,12 +5,16 @@ gateway. The real bot process: tests/test_discord_bot.py."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.fakes.discord_api import FakeDiscordAPI
 from tests.running_channel import RunningChannel, starting
+
+if (
+    TYPE_CHECKING
+):  # Imported where used: the fake Discord's aiohttp costs each xdist worker 0.1 s when collecting otherwise.
+    from tests.fakes.discord_api import FakeDiscordAPI
 
 OWNER = "80351110224678912"
 STRANGER = "80351110224678913"
@@ -58,6 +62,8 @@ def question_of(discord: FakeDiscordAPI) -> tuple[dict, dict[str, str]]:
 
 @pytest.fixture
 def discord_api() -> Iterator[FakeDiscordAPI]:
+    from tests.fakes.discord_api import FakeDiscordAPI
+
     with FakeDiscordAPI() as fake:
         fake.add_user(OWNER)
         yield fake

@@ -13,13 +13,18 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.crash_bot import BotProcess
 from tests.fakes.chat_server import FakeChatServer
-from tests.fakes.discord_api import FakeDiscordAPI
 from tests.waiting import held_until, wait_until
+
+if (
+    TYPE_CHECKING
+):  # Imported where used: the fake Discord's aiohttp costs each xdist worker 0.1 s when collecting otherwise.
+    from tests.fakes.discord_api import FakeDiscordAPI
 
 OWNER = "80351110224678912"
 STRANGER = "80351110224678913"
@@ -41,6 +46,8 @@ def _pending(workspace: Path) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    from tests.fakes.discord_api import FakeDiscordAPI
+
     folder = tmp_path_factory.mktemp("discord-bot")
     with FakeChatServer() as model, FakeDiscordAPI(token=TOKEN) as discord:
         discord.add_user(OWNER)

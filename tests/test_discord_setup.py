@@ -8,14 +8,25 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from messaging_llm_bot.cli.main import main
 from tests.fakes.chat_server import FakeChatServer
-from tests.fakes.discord_api import FakeDiscordAPI
 from tests.setup_runs import channel_setup, example_config
 from tests.waiting import wait_until
+
+if TYPE_CHECKING:
+    from tests.fakes.discord_api import FakeDiscordAPI
+
+
+def fake_discord() -> FakeDiscordAPI:
+    """A fake Discord, not started; imported here: its aiohttp cost each xdist worker 0.1 s at collection."""
+    from tests.fakes.discord_api import FakeDiscordAPI
+
+    return FakeDiscordAPI()
+
 
 REPO = Path(__file__).resolve().parents[1]
 OWNER = "80351110224678912"
@@ -37,7 +48,7 @@ def test_setup_writes_the_discord_channel_and_refuses_a_wrong_token(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = example_config(tmp_path)
-    with FakeChatServer() as chat, FakeDiscordAPI() as discord:
+    with FakeChatServer() as chat, fake_discord() as discord:
         chat.set_handler(lambda request: "OK")
         monkeypatch.setenv("DC_SETUP_TOKEN", discord.token + "-wrong")
         assert _setup(config, tmp_path, chat, discord) == 2
@@ -59,7 +70,7 @@ def test_doctor_checks_the_token_the_intent_and_the_allowlist(
 ) -> None:
     config = tmp_path / "config"
     config.mkdir()
-    with FakeChatServer() as chat, FakeDiscordAPI() as discord:
+    with FakeChatServer() as chat, fake_discord() as discord:
         (config / "llm.json").write_text(
             json.dumps({"runners": [{"name": "l", "base_url": chat.base_url, "model": "m"}]})
         )
@@ -96,7 +107,7 @@ def test_setup_reads_the_owner_from_their_first_dm_through_the_gateway(
     """``--discord find``: the user id of whoever writes to the bot in a DM while setup holds the gateway open (a
     message in a server is no one's), written as the allowlist; nobody writing ends setup naming the flag."""
     config = example_config(tmp_path)
-    with FakeChatServer() as chat, FakeDiscordAPI() as discord:
+    with FakeChatServer() as chat, fake_discord() as discord:
         chat.set_handler(lambda request: "OK")
         monkeypatch.setenv("DC_SETUP_TOKEN", discord.token)
         assert _setup(config, tmp_path, chat, discord, "find", "--wait", "0.5") == 2
