@@ -49,6 +49,15 @@ def missing() -> str:
     return f"no Chromium at {CHROMIUM} or chromedriver at {CHROMEDRIVER} (apt-get install {packages})"
 
 
+def gone(error: Exception) -> bool:
+    """Whether ``error`` says that an element found before is no longer in the page: Selenium's
+    StaleElementReferenceException, or the same said by chromedriver as an inspector error when the next page
+    replaced the document between finding the element and reading it (seen once in six runs under load)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    return isinstance(error, StaleElementReferenceException) or "does not belong to the document" in str(error)
+
+
 @contextmanager
 def chromium(window_size: str, implicit_wait: float) -> Iterator[WebDriver]:
     """A headless Chromium with a profile of its own (removed after), its console log kept for the tests to read;

@@ -17,7 +17,7 @@ from tests.fakes.feed_server import StaticHTTPServer
 from tests.web_site import API_KEY, WEB_TOKEN, start_site
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -48,15 +48,16 @@ def wait_for_text(driver, css: str, text: str):
     """The element once it shows ``text``: a click that submits a form returns before the next page is there."""
 
     def found(d):
-        for element in d.find_elements(By.CSS_SELECTOR, css):
-            if text in element.text:
-                return element
+        try:
+            for element in d.find_elements(By.CSS_SELECTOR, css):
+                if text in element.text:
+                    return element
+        except WebDriverException as error:  # the old page's elements go while the next page loads: keep looking
+            if not chromium.gone(error):
+                raise
         return False
 
-    # The old page's elements go stale while the next page loads: keep looking.
-    return WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
-        found, f"no {css} showing {text!r}"
-    )
+    return WebDriverWait(driver, 20).until(found, f"no {css} showing {text!r}")
 
 
 def console_errors(driver) -> list[str]:

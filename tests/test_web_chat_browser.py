@@ -26,7 +26,7 @@ from tests.fakes.chat_server import FakeChatServer
 from tests.waiting import wait_until
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -133,7 +133,9 @@ def browser():
 def texts(driver, css: str) -> list[str]:
     try:
         return [element.text for element in driver.find_elements(By.CSS_SELECTOR, css)]
-    except StaleElementReferenceException:
+    except WebDriverException as error:
+        if not chromium.gone(error):
+            raise
         return []
 
 
