@@ -112,3 +112,26 @@ def test_signal_holds_a_message_it_cannot_store_and_answers_it_once_storage_work
     assert any("stores messages again" in m for m in messages)
     wait_for(lambda: not Inbox(workspace).pending(), what="the inbox emptied")
     assert json.dumps(daemon.sent).count("I cannot save messages") == 1
+
+
+def test_telegram_webhook_mode_holds_a_message_it_cannot_store_and_answers_it_once_storage_works(
+    fake, start_bot, chat_server, workspace
+):
+    """Python-telegram-bot has answered the POST before the update is stored: held in memory, the chat told once,
+    answered once the inbox stores again (it was refused and lost)."""
+    from tests.test_telegram_webhook import free_port, post, update
+
+    chat_server.set_handler(echo_reply)
+    port, secret = free_port(), "s3cret-token-0123456789"
+    hook = {"listen": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}/telegram", "secret_token": secret}
+    bot = start_bot(mode="webhook", webhook=hook, progress=False)
+    workspace.path(PENDING_DIR).mkdir(parents=True, exist_ok=True)
+    pending = break_inbox(workspace)
+    assert post(port, update(930, "held over the webhook"), secret=secret).status_code == 200
+    fake.wait_for(lambda: any("I cannot save messages right now" in t for t in texts(fake)), timeout=10)
+    fake.wait_for(lambda: bot.service.storage.tries >= 2)  # tried again
+    assert asked(chat_server) == []
+    repair_inbox(pending)
+    fake.wait_for(lambda: "re: held over the webhook" in texts(fake), timeout=15)
+    assert asked(chat_server) == ["held over the webhook"]
+    fake.wait_for(lambda: not Inbox(workspace).pending())
