@@ -33,3 +33,32 @@ def test_ssl_cert_file_is_trusted_only_by_clients_that_trust_the_environment(
     monkeypatch.setenv("SSL_CERT_FILE", str(_one_ca(tmp_path)))
     assert len(shared_context().get_ca_certs()) == 1
     assert len(shared_context(trust_env=False).get_ca_certs()) > 100  # Signal's loopback client: trust_env=False
+
+
+#: httpx's calls that make a client of their own, each with a TLS context unless given one.
+_CLIENT_MAKERS = {"Client", "AsyncClient", "get", "post", "put", "patch", "delete", "head", "options", "request", "stream"}
+
+
+def test_every_httpx_client_of_the_project_is_given_a_context() -> None:
+    """A client (or one-shot call) without ``verify`` makes its own context from certifi's bundle, about 25 ms of
+    CPU each time: the channels' probes (doctor, setup) and file downloads pass ``verify=shared_context()``."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    bare = []
+    for package in ("assistant_framework", "messaging_llm_bot", "skills", "collectors"):
+        for path in sorted((root / package).rglob("*.py")):
+            source = path.read_text(encoding="utf-8")
+            if "httpx." not in source:
+                continue
+            for node in ast.walk(ast.parse(source)):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "httpx"
+                    and node.func.attr in _CLIENT_MAKERS
+                    and not any(keyword.arg in ("verify", "transport") for keyword in node.keywords)
+                ):
+                    bare.append(f"{path.relative_to(root)}:{node.lineno} httpx.{node.func.attr}")
+    assert not bare, f"httpx clients without verify=shared_context(): {bare}"

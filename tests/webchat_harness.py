@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from assistant_framework.tls import shared_context
 from tests.waiting import wait_until
 
 TOKEN = "kit-web-token-" + "k" * 24
@@ -40,7 +41,9 @@ class RunningWebChat:
         self.server.start()
         self._thread.start()
         wait_until(lambda: self.service.ready.is_set() or self.exit_code is not None, 15, "the web chat to start")
-        self.client = httpx.Client(base_url=self.server.url.rstrip("/"), timeout=10)
+        # The process's one TLS context: httpx would read and parse certifi's bundle for every client (~25 ms of
+        # CPU at each start of the chat, though the page is plain HTTP).
+        self.client = httpx.Client(base_url=self.server.url.rstrip("/"), timeout=10, verify=shared_context())
         self.client.get(f"/chat?token={TOKEN}", follow_redirects=True)
         found = re.search(r'<meta name="csrf" content="([0-9a-f]+)">', self.client.get("/chat").text)
         assert found, "the Chat page has its form token"

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from assistant_framework.config.settings import Settings
+from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable
 from messaging_llm_bot.channels.discord.format import MAX_FILE_BYTES
@@ -40,7 +41,10 @@ async def download(url: str, base_url: str, limit: int) -> bytes:
     if not fetchable(url, base_url):
         raise DeliveryError("the attachment is not on Discord's file host", for_good=True)
     try:
-        async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client, client.stream("GET", url) as response:
+        async with (
+            httpx.AsyncClient(timeout=TIMEOUT_SECONDS, verify=shared_context()) as client,
+            client.stream("GET", url) as response,
+        ):
             if response.status_code != 200:
                 raise DiscordUnavailable(f"Discord's file host answered {response.status_code}")
             data = await read_within(response.aiter_bytes(), limit)

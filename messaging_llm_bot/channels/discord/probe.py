@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.setup import FirstSender, SetupError
 
 if TYPE_CHECKING:
@@ -34,7 +35,9 @@ class DiscordReached:
 def probe_token(base_url: str, token: str) -> DiscordReached:
     headers = {"Authorization": f"Bot {token}", "User-Agent": "DiscordBot (assistant-framework, 1)"}
     try:
-        with httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=TIMEOUT_SECONDS) as client:
+        with httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=TIMEOUT_SECONDS, verify=shared_context()
+        ) as client:
             me = client.get("/users/@me")
             if me.status_code == 401:
                 return DiscordReached(problem="Discord refused the token (401 Unauthorized)")

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from assistant_framework.json_types import JsonObject
+from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.slack.buttons import Block
 from messaging_llm_bot.conversation.media_in import read_within
@@ -133,7 +134,7 @@ class SlackClient:
         headers = {"Authorization": f"Bearer {self._token}"}
         try:
             async with (
-                httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as http,
+                httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, verify=shared_context()) as http,
                 http.stream("GET", url, headers=headers) as response,
             ):
                 if response.status_code != 200:

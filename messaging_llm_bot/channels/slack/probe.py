@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.setup import FirstSender, SetupError
 
 TIMEOUT_SECONDS = 10
@@ -70,7 +71,7 @@ def verify_url(url: str, signing_secret: str) -> tuple[int, bool]:
         "X-Slack-Request-Timestamp": stamp,
         "X-Slack-Signature": SignatureVerifier(signing_secret).generate_signature(timestamp=stamp, body=body) or "",
     }
-    response = httpx.post(url, content=body.encode(), headers=headers, timeout=TIMEOUT_SECONDS)
+    response = httpx.post(url, content=body.encode(), headers=headers, timeout=TIMEOUT_SECONDS, verify=shared_context())
     return response.status_code, response.status_code == 200 and response.text == challenge
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.whatsapp.graph import error_of
 
 TIMEOUT_SECONDS = 10.0
@@ -31,6 +32,7 @@ def probe_number(base_url: str, phone_number_id: str, token: str) -> WhatsAppRea
             params={"fields": "display_phone_number,verified_name"},
             headers={"Authorization": f"Bearer {token}"},
             timeout=TIMEOUT_SECONDS,
+            verify=shared_context(),
         )
     except httpx.HTTPError as err:
         return WhatsAppReached(problem=f"the Graph API cannot be reached: {type(err).__name__}")
@@ -48,5 +50,5 @@ def verify_webhook(url: str, verify_token: str) -> tuple[int, bool]:
     httpx.HTTPError when nothing answers."""
     challenge = secrets.token_hex(8)
     params = {"hub.mode": "subscribe", "hub.verify_token": verify_token, "hub.challenge": challenge}
-    response = httpx.get(url, params=params, timeout=TIMEOUT_SECONDS)
+    response = httpx.get(url, params=params, timeout=TIMEOUT_SECONDS, verify=shared_context())
     return response.status_code, response.status_code == 200 and response.text == challenge
