@@ -36,7 +36,7 @@ def test_ssl_cert_file_is_trusted_only_by_clients_that_trust_the_environment(
 
 
 #: httpx's calls that make a client of their own, each with a TLS context unless given one.
-_CLIENT_MAKERS = {"Client", "AsyncClient", "get", "post", "put", "patch", "delete", "head", "options", "request", "stream"}
+_CLIENT_MAKERS = frozenset("Client AsyncClient get post put patch delete head options request stream".split())
 
 
 def test_every_httpx_client_of_the_project_is_given_a_context() -> None:
