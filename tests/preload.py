@@ -24,8 +24,8 @@ not test is the interpreter's start: the imports, ``sys.flags``, the entry scrip
 keep a real ``subprocess.Popen`` and say so (tests/test_console.py's entry-point runs, the start-up bench,
 ``make install``, missing-dependency and import-order checks). What else differs from a fresh start: the
 project's modules are imported before the module runs (their import-time code ran once, in the zygote), and
-so are the libraries the built-in skills and collectors import (the plugins themselves are imported again at
-each start, from their folders; their compiled sources are the zygote's: ``_warm_plugins``) and those the
+so are the built-in skills and collectors (kept by plugin_import for reuse while their files are unchanged, as
+in a process that started a bot before: ``_warm_plugins``) with the libraries they import, and those the
 project imports at first use (``LAZY_IMPORTS``), the default TLS context is the zygote's (``_warm_tls``), the
 children of one zygote share its hash seed, and ``sys.flags``/``sys.orig_argv`` are the zygote's.
 
@@ -526,22 +526,23 @@ def _preload() -> None:
 
 
 def _warm_plugins() -> None:
-    """Load the built-in skills and collectors once, as a bot's start does, and forget their modules: every
-    start in a child imports them again from their folders (plugin_import), but what they import (icalendar,
-    feedparser, ...) is loaded and their sources are compiled (plugin_import's cache) once, here, instead of
-    at each bot start (about 80 ms of CPU each, most of a start's plugin loading)."""
+    """Load the built-in skills and collectors once, as a bot's start does (``reuse``: plugin_import keeps the
+    modules of the folders the framework ships while their files are unchanged), and take their modules out of
+    ``sys.modules``: a bot start in a child finds them kept, as a second start in one process does, and puts
+    them back, instead of importing them, and what they import (icalendar, feedparser, ...), at each start
+    (about 80 ms of CPU each)."""
     from assistant_framework.collectors.loader import import_folder, is_collector_folder
     from assistant_framework.collectors.manager import BUILTIN_DIR
     from assistant_framework.skills.loading import Loading, load_directory
     from assistant_framework.skills.manager import BUILTIN_SKILLS_DIR
 
     found = Loading()
-    load_directory(BUILTIN_SKILLS_DIR, found)  # a folder that fails is left out, and fails again at a start
+    load_directory(BUILTIN_SKILLS_DIR, found, reuse=True)  # a folder that fails is left out, and fails at a start
     names = list(found.module_names)
     for folder in sorted(BUILTIN_DIR.iterdir()):
         if is_collector_folder(folder):
             with contextlib.suppress(ImportError):
-                names.append(import_folder(folder).__name__)
+                names.append(import_folder(folder, reuse=True).__name__)
     roots = {name.split(".")[0] for name in names}  # the plugins, their submodules, the placeholders above them
     for name in [name for name in sys.modules if name.split(".")[0] in roots]:
         del sys.modules[name]

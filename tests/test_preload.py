@@ -92,8 +92,9 @@ def test_exit_codes_are_the_interpreter_s(how: str) -> None:
 
 
 def test_a_child_finds_the_built_in_plugins_libraries_loaded_and_the_plugins_not() -> None:
-    """The zygote loaded the built-in skills and collectors once (their libraries stay, their compiled sources are
-    cached) and forgot the plugins' modules: a bot started in a child imports every plugin again, as a start does.
+    """The zygote loaded the built-in skills and collectors once (plugin_import keeps their modules for reuse, and
+    their libraries stay) and took the plugins' modules out of ``sys.modules``: a bot started in a child puts them
+    back, as a second start in one process does.
     The libraries the project imports at first use (``LAZY_IMPORTS``) are loaded too, and the default TLS context
     is made. A real start has none of them."""
     seen = {}
@@ -239,10 +240,10 @@ def _environment_read_at_import(source: str) -> list[int]:
 
 def test_the_preloaded_modules_read_no_environment_at_import() -> None:
     """What the zygote imports once would keep the zygote's environment for every child: the project reads
-    ``os.environ`` where it uses it."""
+    ``os.environ`` where it uses it. The built-in skills and collectors too (the zygote loads them once)."""
     found = {
         str(path.relative_to(REPO)): lines
-        for package in preload.PRELOADED_PACKAGES
+        for package in (*preload.PRELOADED_PACKAGES, "skills", "collectors")
         for path in sorted((REPO / package).rglob("*.py"))
         if (lines := _environment_read_at_import(path.read_text(encoding="utf-8")))
     }
