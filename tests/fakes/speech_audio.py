@@ -4,6 +4,7 @@ as a speech server would send it. WAV with the standard library; OGG/Opus, MP3 a
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import wave
@@ -26,8 +27,11 @@ def tone_wav(seconds: float, rate: int = 24_000) -> bytes:
     return out.getvalue()
 
 
+@functools.lru_cache(maxsize=32)
 def encoded(fmt: str, seconds: float) -> bytes:
-    """A tone of ``seconds`` in ``fmt`` (opus, mp3, wav, flac)."""
+    """A tone of ``seconds`` in ``fmt`` (opus, mp3, wav, flac); made once per process and length (bytes: nothing
+    can change them), as the tests send the same note and the fake speaks the same replies again (20-35 ms of
+    encoding each)."""
     wav = tone_wav(seconds)
     if fmt == "wav":
         return wav
