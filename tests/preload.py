@@ -26,7 +26,7 @@ keep a real ``subprocess.Popen`` and say so (tests/test_console.py's entry-point
 project's modules are imported before the module runs (their import-time code ran once, in the zygote), and
 so are the built-in skills and collectors (kept by plugin_import for reuse while their files are unchanged, as
 in a process that started a bot before: ``_warm_plugins``) with the libraries they import, and those the
-project imports at first use (``LAZY_IMPORTS``), the default TLS context is the zygote's (``_warm_tls``), the
+project imports at first use (``LAZY_IMPORTS``), the TLS contexts are the zygote's (``_warm_tls``), the
 children of one zygote share its hash seed, and ``sys.flags``/``sys.orig_argv`` are the zygote's.
 
 A process the code under test starts itself from a command line (an MCP server in its config) goes through
@@ -549,13 +549,15 @@ def _warm_plugins() -> None:
 
 
 def _warm_tls() -> None:
-    """The default TLS context (certifi's bundle: assistant_framework/tls.py keeps one per process and setting)
-    made once here: every bot start in a child made it again for its HTTP clients (about 30 ms of CPU). The
-    setting is read from the child's environment when a client is made: a child given ``SSL_CERT_FILE`` or
-    ``SSL_CERT_DIR`` makes its own context, as a fresh process does."""
+    """The TLS contexts of assistant_framework/tls.py (one per process and setting) made once here: certifi's
+    bundle, and the one ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` name when this environment sets them (as this
+    machine's does); every bot start in a child made them again for its HTTP clients (about 30 ms of CPU). The
+    setting is read from the child's environment when a client is made, and is the cache's key: a child given
+    another ``SSL_CERT_FILE`` makes its own context, as a fresh process does."""
     from assistant_framework.tls import shared_context
 
     shared_context(trust_env=False)
+    shared_context(trust_env=True)
 
 
 class _Child:

@@ -95,16 +95,22 @@ def test_a_child_finds_the_built_in_plugins_libraries_loaded_and_the_plugins_not
     """The zygote loaded the built-in skills and collectors once (plugin_import keeps their modules for reuse, and
     their libraries stay) and took the plugins' modules out of ``sys.modules``: a bot started in a child puts them
     back, as a second start in one process does.
-    The libraries the project imports at first use (``LAZY_IMPORTS``) are loaded too, and the default TLS context
-    is made. A real start has none of them."""
+    The libraries the project imports at first use (``LAZY_IMPORTS``) are loaded too, and the TLS contexts
+    are made. A real start has none of them."""
     seen = {}
     for how, process in _both([*PROBE, "modules"], cwd=REPO, stdout=subprocess.PIPE, text=True).items():
         with process:
             _first_line(process)
             seen[how] = json.loads(process.stdout.readline())
         assert process.returncode == 0
+    # The TLS contexts: certifi's, and the one SSL_CERT_FILE or SSL_CERT_DIR name if this environment sets them.
+    contexts = 1 + bool(os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"))
     assert seen["real"] == {"plugins": [], "libraries": [], "tls_contexts": 0}
-    assert seen["preloaded"] == {"plugins": [], "libraries": ["icalendar", "feedparser", "httpcore"], "tls_contexts": 1}
+    assert seen["preloaded"] == {
+        "plugins": [],
+        "libraries": ["icalendar", "feedparser", "httpcore"],
+        "tls_contexts": contexts,
+    }
 
 
 def test_a_preloaded_child_is_a_process_that_signals_reach(tmp_path: Path) -> None:
