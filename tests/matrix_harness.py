@@ -53,6 +53,10 @@ SHARED_STATE = "synapse.json"
 #: cost a fifth of Synapse's CPU in the tests' calls (40 rounds of four users, a room, a join, six messages: 9.2-9.8 s
 #: on the disk, 7.3-7.7 s here), and a test server's data need not outlive it.
 MEMORY_FOLDER = Path("/dev/shm")
+#: A database folder there not written for this long is a killed run's (its cleanup never ran): removed at the next
+#: start, so that memory is not held for good. A run's Synapse lives minutes.
+STALE_AFTER_SECONDS = 6 * 3600
+_DATABASE_PREFIX = "assistant-tests-synapse-"
 #: The shared Synapse this worker started, kept for the worker's life: it outlives this worker's session (other
 #: workers may still use it), and its Popen collected while it runs would warn (warnings are errors here).
 _started_here: list[Synapse] = []
@@ -130,8 +134,19 @@ def _free_port() -> int:
 def _database_folder(folder: Path) -> Path:
     """A new folder's name in ``MEMORY_FOLDER`` for a Synapse's database, else ``folder`` (no such folder here)."""
     if MEMORY_FOLDER.is_dir() and os.access(MEMORY_FOLDER, os.W_OK):
-        return MEMORY_FOLDER / f"assistant-tests-synapse-{os.getpid()}-{secrets.token_hex(4)}"
+        return MEMORY_FOLDER / f"{_DATABASE_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     return folder
+
+
+def _remove_stale_databases(now: float) -> None:
+    """Remove the database folders in ``MEMORY_FOLDER`` that no file was written in for ``STALE_AFTER_SECONDS``."""
+    for database in MEMORY_FOLDER.glob(f"{_DATABASE_PREFIX}*"):
+        try:
+            written = max([database.stat().st_mtime, *(path.stat().st_mtime for path in database.iterdir())])
+        except OSError:  # removed meanwhile
+            continue
+        if now - written > STALE_AFTER_SECONDS:
+            shutil.rmtree(database, ignore_errors=True)
 
 
 def _remove_database(database: Path) -> None:
@@ -188,6 +203,8 @@ class Synapse:
             pytest.fail("Synapse is not installed for the tests: run `make synapse` (make test does)")
         self.folder.mkdir(parents=True, exist_ok=True)
         config = self.folder / "homeserver.yaml"
+        if self.database.parent == MEMORY_FOLDER:
+            _remove_stale_databases(time.time())
         self.database.mkdir(parents=True, exist_ok=True)
         values = {"dir": self.folder, "database": self.database, "port": self.port, "secret": SHARED_SECRET}
         config.write_text(_CONFIG.format(**values), encoding="utf-8")

@@ -381,3 +381,27 @@ def test_a_session_ended_elsewhere_is_logged_in_again_and_the_owner_still_answer
     matrix.owner.send(room, "are you there?")
     wait_until(lambda: _answers(matrix, room), timeout=40, what="the answer after the new login")
     assert _bot_texts(matrix, room) == ["still here"]
+
+
+def test_a_killed_runs_synapse_database_in_memory_is_removed_at_the_next_start(tmp_path, monkeypatch) -> None:
+    """The harness's Synapse keeps its database in /dev/shm and removes it when it stops; a run killed before
+    that leaves it, and the next start removes such folders once nothing was written in them for hours."""
+    import os
+    import time
+
+    from tests import matrix_harness
+
+    monkeypatch.setattr(matrix_harness, "MEMORY_FOLDER", tmp_path)
+    killed, running = tmp_path / "assistant-tests-synapse-1-aaaa", tmp_path / "assistant-tests-synapse-2-bbbb"
+    other = tmp_path / "not-a-synapse-database"
+    for folder in (killed, running, other):
+        folder.mkdir()
+        (folder / "homeserver.db").write_bytes(b"SQLite format 3")
+    long_ago = time.time() - matrix_harness.STALE_AFTER_SECONDS - 60
+    for path in (killed, killed / "homeserver.db", running, other, other / "homeserver.db"):
+        os.utime(path, (long_ago, long_ago))
+    matrix_harness._remove_stale_databases(time.time())
+    assert not killed.exists()
+    assert running.exists() and other.exists()  # a file written lately; not the harness's
+    database = matrix_harness._database_folder(tmp_path / "run")
+    assert database.parent == tmp_path and database.name.startswith("assistant-tests-synapse-")
