@@ -263,3 +263,28 @@ def test_a_manager_given_anothers_load_imports_nothing_and_keeps_its_own_workspa
     assert "skill_doc" in second.names() and "skill_doc" not in first.names()
     assert set(second.names()) - set(first.names()) == {"skill_doc"} | ({"run_script"} & set(second.names()))
     assert SkillManager.from_config(config, second_ws).get("save_note").run is not first.get("save_note").run
+
+
+def test_a_call_prepared_while_a_reload_swaps_the_skills_is_checked_against_the_skill_it_runs(
+    tmp_path: Path, ws: Workspace
+) -> None:
+    """A reload in another thread replaces the skills, then their validators: a call prepared between the two
+    steps sees the new skill with the old validator, and must be checked against the schema of the skill that
+    runs (``prepare``'s check that the validator was built for that schema), not the replaced one."""
+    folder = tmp_path / "skills" / "count"
+    folder.mkdir(parents=True)
+
+    def write(schema: dict) -> None:
+        source = f"DESCRIPTION = 'Counts.'\nARGS_SCHEMA = {schema!r}\n\ndef run(workspace, args):\n    return args\n"
+        (folder / "__init__.py").write_text(source, encoding="utf-8")
+
+    write({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    manager = SkillManager([folder.parent], ws, timeout_seconds=5)
+    manager.ensure_loaded()
+    before = manager._validators  # what a reader holds until the reload's last step
+    write({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    manager.reload()
+    manager._validators = before  # the moment between the two steps, as a concurrent reader sees it
+    assert manager.prepare("count", {"text": "hi"}).args == {"text": "hi"}  # type: ignore[union-attr]
+    refused = manager.prepare("count", {"n": 1})
+    assert isinstance(refused, SkillResult) and refused.error_kind == "invalid_args"
