@@ -527,6 +527,32 @@ def test_stream_guard_reply_char_by_char(text, final):
 @pytest.mark.parametrize(
     "text",
     [
+        '{"reply": "Hello \\"Ann\\",\\nyour tasks: milk \\u2014 bread \\ud83d\\ude00 done"}',
+        '  ```json\n{"reply": "Tab\\there \\\\ ok"}\n```',
+        '{"reply": "a \\x is no escape, then more words", "skill": "weather"}',
+        '{"reply": "first part"} and then {"skill": "weather", "args": {"city": "Paris"}}',
+        '{"answer": "emoji \ud83d\ude00 raw, \\ud83d\\ude00 escaped, a lone \\ud83d and on"}',
+    ],
+)
+@pytest.mark.parametrize("step", [1, 3, 7])
+def test_stream_guard_fed_piece_by_piece_shows_what_it_shows_fed_at_once(text, step):
+    """While a reply object's string streams, each feed decodes only the new text; what it shows at every
+    point is what a guard fed that text at once (the whole check) shows."""
+    guard = StreamGuard(SKILLS)
+    for end in [*range(step, len(text), step), len(text)]:
+        assert guard.feed(text[:end]) == StreamGuard(SKILLS).feed(text[:end]), text[:end]
+
+
+def test_stream_guard_fed_another_text_checks_it_whole():
+    guard = StreamGuard(SKILLS)
+    assert guard.feed('{"reply": "Hello the') == "Hello the"
+    assert guard.feed('{"reply": "Bye') == "Bye"  # a restart with another text, not the old one's rest
+    assert guard.feed('{"skill": "weather", "args": {') is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         '{"skill": "weather", "args": {"city": "Paris"}}',
         '  {"tool": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
         '```json\n{"skill": "weather", "args": {"city": "Paris"}}\n```',

@@ -131,17 +131,25 @@ _COMPLETE_STRING_PART_RE = re.compile(r'[^"\\]*(?:(?:\\["\\/bfnrt]|\\u[0-9a-fA-F
 
 def decode_partial_string(s: str) -> str:
     """Decode the start of a JSON string body (no opening quote), stopping before any unfinished escape."""
-    match = _COMPLETE_STRING_PART_RE.match(s)
-    done = match.group() if match else ""  # the pattern matches any text (all its parts are optional)
+    return decode_string_part(s, 0)[0]
+
+
+def decode_string_part(s: str, start: int) -> tuple[str, int]:
+    """``s[start:]`` decoded as far as it is a JSON string's complete text: (the text, where it stopped: at the
+    closing quote, at an unfinished or unknown escape, or at the end). A high surrogate's escape at the end is
+    left for later (its pair is still on the way), so parts decoded one after the other join as one would."""
+    match = _COMPLETE_STRING_PART_RE.match(s, start)
+    end = match.end() if match else start  # the pattern matches any text (all its parts are optional)
     try:
-        decoded = json.loads('"' + done + '"', strict=False)
+        decoded = json.loads('"' + s[start:end] + '"', strict=False)
     except ValueError:
-        return ""
+        return "", start
     if not isinstance(decoded, str):  # a string body always decodes to a string
-        return ""
+        return "", start
     if decoded and 0xD800 <= ord(decoded[-1]) <= 0xDBFF:  # its surrogate pair is still on the way
-        decoded = decoded[:-1]
-    return decoded
+        escaped = s[end - 6 : end - 4] == "\\u"  # written as an escape (six characters), or as itself
+        decoded, end = decoded[:-1], end - (6 if escaped else 1)
+    return decoded, end
 
 
 # ---------------------------------------------------------------- scanning
