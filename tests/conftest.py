@@ -49,6 +49,34 @@ gc.disable()
 # without the warning (warnings are errors: pyproject.toml). Subprocess bots inherit it.
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
+#: ``0`` keeps the tests' temporary files where ``tempfile`` puts them by itself (``/tmp``).
+MEMORY_TMP_SWITCH = "ASSISTANT_TEST_TMPFS"
+#: The least free space of ``/dev/shm`` for the tests' temporary files to go there (a container's default is 64 MB).
+MEMORY_TMP_MIN_FREE = 4 * 2**30
+
+
+def _temporary_files_in_memory() -> None:
+    """The tests' temporary folders (``tmp_path``, ``tempfile``, and those of the processes they start, which
+    inherit ``TMPDIR``) on the tmpfs ``/dev/shm`` when it is one with room, and ``TMPDIR`` is not set: a workspace's
+    durable writes (``fsync`` of the file and its folder) and the removal of a test's folder cost the kernel far
+    less there than on a disk (issue 41: 15-19 % less CPU over 14 files, system time halved)."""
+    if os.environ.get("TMPDIR") or os.environ.get(MEMORY_TMP_SWITCH) == "0":
+        return
+    try:
+        with open("/proc/mounts", encoding="utf-8") as mounts:
+            tmpfs = any(line.split()[1:3] == ["/dev/shm", "tmpfs"] for line in mounts if len(line.split()) > 2)
+        room = os.statvfs("/dev/shm")
+    except OSError:
+        return
+    if tmpfs and os.access("/dev/shm", os.W_OK | os.X_OK) and room.f_bavail * room.f_frsize >= MEMORY_TMP_MIN_FREE:
+        import tempfile
+
+        os.environ["TMPDIR"] = "/dev/shm"
+        tempfile.tempdir = None  # read again from TMPDIR
+
+
+_temporary_files_in_memory()
+
 # Skills used by the agent tests, written into a temporary skills dir (not the built-ins,
 # whose set and schemas change as the project grows).
 TEST_SKILLS = {
