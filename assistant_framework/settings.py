@@ -6,14 +6,14 @@ add``); ``remove_setting`` takes one key out of that layer again (``assistant mc
 
 from __future__ import annotations
 
+import contextlib
 import copy
-import hashlib
+import fcntl
 import os
-import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
-
-from filelock import FileLock
 
 from assistant_framework.collectors.check import plugin_schema_errors
 from assistant_framework.config import (
@@ -31,6 +31,10 @@ from assistant_framework.config.errors import JsonPath, display_path
 from assistant_framework.config.keys import check_key_names
 from assistant_framework.config.parse import _parse_file
 from assistant_framework.workspace import atomic_write_bytes
+
+#: How long ``config set`` waits for another writer of the same config (one at a time: each writes back the
+#: file as it read it).
+WRITER_WAIT_SECONDS = 30.0
 
 
 def write_target(root: Path) -> Path:
@@ -97,14 +101,34 @@ def write_setting(root: Path, key: str | JsonPath, value: object) -> Path:
         # A wrong --config (or the wrong current folder) must not start a new config tree.
         raise ConfigError(f"{root}: config directory does not exist (run from the checkout, or pass --config)")
     # One `config set` at a time per config: two at once would each write back the file as read.
-    with FileLock(_set_lock_path(root), timeout=30):
+    with one_writer(root):
         return _write_setting_locked(root, keys, value)
 
 
-def _set_lock_path(root: Path) -> str:
-    """A lock file outside the config (no stray file in a tracked folder), one per config root."""
-    digest = hashlib.sha1(str(root.resolve()).encode("utf-8")).hexdigest()[:16]
-    return str(Path(tempfile.gettempdir()) / f"assistant-config-set-{digest}.lock")
+@contextlib.contextmanager
+def one_writer(root: Path, timeout: float = WRITER_WAIT_SECONDS) -> Iterator[None]:
+    """Hold the config's writer lock: an exclusive ``flock`` on the config's folder (the folder of a single-file
+    config). A folder's inode stays while files in it are replaced, so no lock file is made anywhere: none in a
+    tracked folder, and none in the shared temporary folder, where another user could make it first or point it
+    elsewhere. ConfigError when another writer holds it past ``timeout`` seconds."""
+    folder = root if root.is_dir() else root.parent
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ConfigError(
+                        f"{display_path(root)}: another change to this config is still being written after "
+                        f"{timeout:g} s; nothing was changed (try again)"
+                    ) from None
+                time.sleep(0.05)
+        yield  # closing the descriptor below releases the lock
+    finally:
+        os.close(fd)
 
 
 def remove_setting(root: Path, key: str | tuple[str, ...]) -> list[Path]:
@@ -115,7 +139,7 @@ def remove_setting(root: Path, key: str | tuple[str, ...]) -> list[Path]:
     """
     keys = parse_key(key) if isinstance(key, str) else tuple(key)
     check_key_names(keys)
-    with FileLock(_set_lock_path(root), timeout=30):
+    with one_writer(root):
         target = write_target(root)
         holders = setting_files(root, keys)
         if not holders:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,45 @@ def test_write_setting_refuses_names_that_are_no_file_names(example: Path, tmp_p
         set_key(example, keys, 1)
     assert _everything_under(tmp_path) == before
     assert main(["config", "get", "--config", str(example), "/" + ".".join(k for k in keys if k)]) == 2
+
+
+def test_config_set_leaves_no_file_in_the_shared_temporary_folder(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One `config set` at a time per config, without a lock file in the temporary folder every user shares (one a
+    stranger could make first, or point at a file of the owner's), or a stray file in the config's tracked folder:
+    what a set leaves is its value in the local layer, and nothing else anywhere."""
+    import tempfile
+
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    monkeypatch.setenv("TMPDIR", str(shared))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    before = _everything_under(tmp_path)
+    result = run_cli("config", "set", "--config", str(example), "llm.temperature", "0.3")
+    assert result.returncode == 0, result.stderr
+    assert list(shared.iterdir()) == []
+    made = set(_everything_under(tmp_path)) - set(before)
+    assert made and all(path.startswith("config/local/") for path in made), made
+
+
+def test_a_second_config_writer_waits_for_the_first(example: Path) -> None:
+    """Two writers of one config at once would each write back the file as it read it (the first one's value
+    lost): a set waits while another holds the config's writer lock, then writes."""
+    import fcntl
+    import os
+
+    from assistant_framework.settings import write_setting
+
+    holder = os.open(example, os.O_RDONLY | os.O_DIRECTORY)  # another writer, by the same lock
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    done = threading.Event()
+    writer = threading.Thread(target=lambda: (write_setting(example, "llm.temperature", 0.17), done.set()))
+    writer.start()
+    try:
+        assert not done.wait(0.5)  # held: nothing written yet
+        assert load_config(example)["llm"]["temperature"] != 0.17
+    finally:
+        os.close(holder)  # released: the waiting set goes on
+    writer.join(10)
+    assert done.is_set() and load_config(example)["llm"]["temperature"] == 0.17

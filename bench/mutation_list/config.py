@@ -14,6 +14,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         "any Discord user who writes to the bot is answered, with no pairing code",
         DISCORD_BOT,
     ),
+    # -- config set: one writer at a time per config (settings.py) -------------------------------------------
+    Mutation(
+        "config-set-unlocked",
+        f"{AF}/settings.py",
+        "                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+        "                pass",
+        "two config sets at once each write back the file as they read it: one value is lost",
+        ("test_config_local.py",),
+    ),
     # -- config show and the secret-key pattern (config/env.py) ----------------------------------------
     Mutation(
         "env-secret-case",
