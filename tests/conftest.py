@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 # The harnesses' fixtures (Telegram: fake, start_bot; Signal: daemon, start; email: email_imap, email_smtp,
 # start_email; skills: manager, ctx), and the
 # guard that fails a test whose process reaches past loopback (tests/loopback_only.py), and the order xdist
-# hands the files out in (tests/schedule.py).
+# hands the files out in (tests/schedule.py), and the test modules' asserts rewritten once before the workers
+# start (tests/rewrite_once.py).
 pytest_plugins = [
     "tests.telegram_harness",
     "tests.signal_harness",
@@ -36,6 +37,7 @@ pytest_plugins = [
     "tests.skills_harness",
     "tests.loopback_only",
     "tests.schedule",
+    "tests.rewrite_once",
 ]
 
 # No garbage collection while the harnesses and the test modules are imported and the tests collected: what
