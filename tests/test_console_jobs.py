@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.inbox import Inbox
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox.ledger import read_ledger
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.job_runs import JobRun
@@ -63,9 +64,13 @@ def pending_files(ws: Workspace) -> list[dict]:
 
 
 def recorded_replies(ws: Workspace) -> list[str]:
-    """The replies recorded in the pending items' ledgers."""
-    ledgers = sorted((ws.root / "state/inbox/pending").glob("*/*.ledger"))
-    return [str(json.loads(p.read_text()).get("reply")) for p in ledgers if p.read_text().strip()]
+    """The replies recorded in the pending items' ledgers (read as a restart reads them)."""
+    replies = []
+    for item in pending_files(ws):
+        probe = InboxItem(item["item_id"], item["source_id"], item["conversation_id"], item["seq"], {}, "")
+        read_ledger(ws, probe)
+        replies.append(str(probe.reply))
+    return replies
 
 
 def start_until_done(config: Path, ws: Workspace, text: str) -> Terminal:

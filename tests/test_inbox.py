@@ -143,6 +143,34 @@ def test_ledger_writes_leave_the_message_file_alone_and_an_emptied_ledger_only_c
     assert ws.list("state/inbox/pending/*/*") == []
 
 
+def test_the_ledger_is_read_back_change_by_change_past_a_torn_line_and_from_an_older_whole_file(tmp_path):
+    """Each ledger change is a line appended; a restart folds them in order. A line torn by a power loss (or a
+    full disk) is skipped, and what was appended after it still counts; a ledger an older version wrote whole
+    (one object, no newline) is read and appended to."""
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    item = inbox.accept("9", "tg:1", {"text": "hi"})
+    ledger = f"state/inbox/pending/{item.item_id}.ledger"
+    inbox.record_live(item.item_id, 40)
+    inbox.record_reply(item.item_id, "first answer", merged=["tg_1/00000000000000000001"])
+    inbox.record_part(item.item_id, 0, 41)
+    inbox.record_reply(item.item_id, "second answer")  # the last reply counts, with its own merged list
+    again = Inbox(ws).get(item.item_id)
+    assert (again.live, again.reply, again.merged, again.parts) == (40, "second answer", [], {0: 41})
+    with ws.path(ledger).open("a") as torn:
+        torn.write('\n{"parts":{"1":4')  # the kill or the power loss came mid-write
+    restarted = Inbox(ws)
+    restarted.record_part(item.item_id, 2, 43)
+    assert Inbox(ws).get(item.item_id).parts == {0: 41, 2: 43}
+    old = inbox.accept("10", "tg:1", {"text": "from before"})
+    old_ledger = f"state/inbox/pending/{old.item_id}.ledger"
+    ws.write_text(old_ledger, '{"reply": "kept", "live": 7, "parts": {"0": 8}, "merged": ["tg_1/x"]}')
+    Inbox(ws).record_part(old.item_id, 1, 9)
+    back = Inbox(ws).get(old.item_id)
+    assert (back.reply, back.live, back.parts, back.merged) == ("kept", 7, {0: 8, 1: 9}, ["tg_1/x"])
+    assert oct(ws.path(ledger).stat().st_mode & 0o777) == "0o600"
+
+
 def test_orphan_ledger_of_a_completed_item_is_removed_at_start(tmp_path):
     ws = Workspace(tmp_path)
     inbox = Inbox(ws)

@@ -7,10 +7,10 @@ Layout under the workspace (documented in docs/telegram.md):
   power loss once Telegram is told it arrived). It is never rewritten.
 - ``state/inbox/pending/<conversation>/<seq>.ledger``: the outbound ledger beside it: the reply
   text once produced, ``live`` (the status/stream message shown while answering) and ``parts``
-  (message ids of the reply parts already delivered, by part index). Written atomically without
-  fsync, because it is on the reply path: a killed process loses nothing (the page cache survives
-  it); after a power loss it may be missing or empty, and then the reply is asked for again and a
-  part may be sent twice.
+  (message ids of the reply parts already delivered, by part index). One JSON line appended per change,
+  without fsync, because it is on the reply path: a killed process loses nothing (the page cache survives
+  it); after a power loss it may be missing, empty or torn (a torn line is skipped), and then the reply
+  is asked for again and a part may be sent twice.
 - ``state/inbox/seen.log``: source ids (e.g. Telegram update ids) already accepted, one per line,
   each with the message's fingerprint when known (``77 1/5/1700000000``), so a message delivered
   twice is answered once, also across restarts, while a reused id for another message is not dropped.

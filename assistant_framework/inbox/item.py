@@ -31,7 +31,8 @@ class InboxItemFile(TypedDict):
 
 
 class LedgerFile(TypedDict, total=False):
-    """An item's outbound ledger, ``<seq>.ledger`` beside it (rewritten without fsync as the reply goes out)."""
+    """A record of an item's outbound ledger, ``<seq>.ledger`` beside it: one line each, appended without fsync as
+    the reply goes out, holding the fields it changes (inbox/ledger.py)."""
 
     reply: str | None
     live: int | None

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from assistant_framework.inbox.fsync import fsync_all
 from assistant_framework.inbox.item import PENDING_DIR, InboxItem, InboxPayload, conversation_dir, item_rel
-from assistant_framework.inbox.ledger import ledger_rel, read_ledger, write_ledger
+from assistant_framework.inbox.ledger import append_ledger, ledger_rel, read_ledger
 from assistant_framework.inbox.seen import SeenIds
 from assistant_framework.workspace import Workspace
 
@@ -155,7 +155,7 @@ class Inbox:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record a reply for")
             item.reply = reply
             item.merged = list(merged or [])
-            write_ledger(self.ws, item)
+            append_ledger(self.ws, item_id, {"reply": reply, **({"merged": item.merged} if item.merged else {})})
 
     def record_live(self, item_id: str, message_id: int) -> None:
         """Record the message shown while answering (status or streamed text) as soon as it exists, so a
@@ -167,7 +167,7 @@ class Inbox:
             item.live = int(message_id)
             # Within the moment after the send (a kill then would leave the message behind): the
             # ledger is written without fsync, which a killed process survives.
-            write_ledger(self.ws, item)
+            append_ledger(self.ws, item_id, {"live": item.live})
 
     def record_part(self, item_id: str, index: int, message_id: int) -> None:
         """Record that reply part ``index`` of an item was delivered as ``message_id``."""
@@ -176,7 +176,7 @@ class Inbox:
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record part {index} for")
             item.parts[int(index)] = int(message_id)
-            write_ledger(self.ws, item)
+            append_ledger(self.ws, item_id, {"parts": {str(int(index)): int(message_id)}})
 
     def parts_sent(self, item_id: str) -> int:
         """How many leading reply parts (0, 1, ... without gaps) were already delivered."""
