@@ -7,7 +7,7 @@ from pathlib import Path
 import certifi
 import pytest
 
-from assistant_framework.tls import shared_context
+from assistant_framework.tls import shared_context, shared_httpx2_context
 
 
 def _one_ca(tmp_path: Path) -> Path:
@@ -35,13 +35,31 @@ def test_ssl_cert_file_is_trusted_only_by_clients_that_trust_the_environment(
     assert len(shared_context(trust_env=False).get_ca_certs()) > 100  # Signal's loopback client: trust_env=False
 
 
+def test_the_httpx2_context_is_made_once_with_httpx2s_trust(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MCP SDK's httpx2 trusts the system's store by default, not certifi's bundle; the environment's file
+    when it is set, as httpx does."""
+    import httpcore2
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    context = shared_httpx2_context()
+    assert shared_httpx2_context() is context
+    system = httpcore2.default_ssl_context()  # what httpx2.AsyncClient() makes for itself here
+    assert context.get_ca_certs() == system.get_ca_certs()
+    assert (context.verify_mode, context.check_hostname) == (system.verify_mode, system.check_hostname)
+    monkeypatch.setenv("SSL_CERT_FILE", str(_one_ca(tmp_path)))
+    assert len(shared_httpx2_context().get_ca_certs()) == 1
+    assert shared_httpx2_context(trust_env=False) is context
+
+
 #: httpx's calls that make a client of their own, each with a TLS context unless given one.
 _CLIENT_MAKERS = frozenset("Client AsyncClient get post put patch delete head options request stream".split())
 
 
 def test_every_httpx_client_of_the_project_is_given_a_context() -> None:
     """A client (or one-shot call) without ``verify`` makes its own context from certifi's bundle, about 25 ms of
-    CPU each time: the channels' probes (doctor, setup) and file downloads pass ``verify=shared_context()``."""
+    CPU each time: the channels' probes (doctor, setup) and file downloads pass ``verify=shared_context()``, the MCP
+    client over HTTP (httpx2) ``verify=shared_httpx2_context()``."""
     import ast
 
     root = Path(__file__).resolve().parent.parent
@@ -49,16 +67,16 @@ def test_every_httpx_client_of_the_project_is_given_a_context() -> None:
     for package in ("assistant_framework", "messaging_llm_bot", "skills", "collectors"):
         for path in sorted((root / package).rglob("*.py")):
             source = path.read_text(encoding="utf-8")
-            if "httpx." not in source:
+            if "httpx." not in source and "httpx2." not in source:
                 continue
             for node in ast.walk(ast.parse(source)):
                 if (
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute)
                     and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id == "httpx"
+                    and node.func.value.id in ("httpx", "httpx2")
                     and node.func.attr in _CLIENT_MAKERS
                     and not any(keyword.arg in ("verify", "transport") for keyword in node.keywords)
                 ):
                     bare.append(f"{path.relative_to(root)}:{node.lineno} httpx.{node.func.attr}")
-    assert not bare, f"httpx clients without verify=shared_context(): {bare}"
+    assert not bare, f"httpx clients without a shared context: {bare}"

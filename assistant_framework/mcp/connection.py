@@ -37,6 +37,7 @@ from assistant_framework.mcp.results import ToolError, first_sentence
 from assistant_framework.mcp.status import ServerStatus
 from assistant_framework.mcp.strays import MARK, end_marked, new_mark
 from assistant_framework.redaction import redact_text
+from assistant_framework.tls import shared_httpx2_context
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +303,11 @@ class ServerConnection:
         s = self.settings
         if s.url:
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=dict(s.headers), timeout=httpx2.Timeout(s.timeout, read=300))
+                httpx2.AsyncClient(
+                    headers=dict(s.headers),
+                    timeout=httpx2.Timeout(s.timeout, read=300),
+                    verify=shared_httpx2_context(),  # not a context made per connection
+                )
             )
             transport = streamable_http_client(s.url, http_client=http)
             return await stack.enter_async_context(Client(transport, client_info=CLIENT, cache=None))
