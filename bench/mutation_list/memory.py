@@ -47,6 +47,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         INBOX,
     ),
     Mutation(
+        "ledger-parts-forgotten",
+        f"{AF}/inbox/ledger.py",
+        "    item.parts.update(parts)",
+        "    pass",
+        "after a restart every reply part already delivered is sent again",
+        (*INBOX, "test_crash.py"),
+    ),
+    Mutation(
+        "ledger-torn-line-ends-reading",
+        f"{AF}/inbox/ledger.py",
+        "            continue  # torn by a power loss or a full disk",
+        "            break  # torn by a power loss or a full disk",
+        "a record torn by a power loss hides the parts recorded after it: they are sent again",
+        INBOX,
+    ),
+    Mutation(
         "inbox-parts-with-gaps",
         f"{AF}/inbox/store.py",
         "while count in item.parts:",
