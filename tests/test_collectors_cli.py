@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from assistant_framework.collectors.runner import MAX_LOOP_SLEEP
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli.main import main
 from tests.fixtures.collectors.helpers import write_collector
@@ -117,23 +118,35 @@ def test_setup_calls_the_collectors_setup(setup_dirs, capsys):
     assert "needs no interactive setup" in capsys.readouterr().out
 
 
-def test_run_loop_runs_due_collectors_and_ctrl_c_exits_0(setup_dirs, capsys, ctrl_c):
+@pytest.mark.parametrize("to", ["the process", "another thread"])
+def test_run_loop_runs_due_collectors_and_ctrl_c_exits_0(setup_dirs, capsys, ctrl_c, to):
+    """Ctrl-C stops the loop at once, also when the kernel hands the signal to a thread other than the main one
+    (then only Python's flag is set, which the main thread reads when its wait returns): the loop's pause until
+    the next run is up to 30 s, and the loop ends well before it."""
     opts, tmp_path = setup_dirs
     marker = tmp_path / "ws" / "collectors" / "counter" / "count.txt"
+    sent: list[float] = []
 
     def interrupt_when_done() -> None:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not marker.exists():
             time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.3)  # the loop back in its pause
+        sent.append(time.monotonic())
+        if to == "the process":
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
     thread = threading.Thread(target=interrupt_when_done, daemon=True)
     thread.start()
     assert main(["collectors", "run-loop", *opts]) == 0
+    stopped = time.monotonic()
     thread.join(5)
     out = capsys.readouterr().out
     assert "running collectors counter, failer" in out and "stopped" in out
     assert marker.read_text() == "1"
+    assert stopped - sent[0] < MAX_LOOP_SLEEP / 3  # not at the pause's end
 
 
 def test_status_shows_per_source_failures(tmp_path, capsys):

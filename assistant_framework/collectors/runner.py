@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 
 MIN_LOOP_SLEEP = 0.2
 MAX_LOOP_SLEEP = 30.0
+#: The longest ``run_forever`` (the foreground ``collectors run-loop``) waits before it reads a Ctrl-C.
+CTRL_C_SLICE_SECONDS = 0.5
 
 
 class Indexer(Protocol):
@@ -362,7 +364,7 @@ class CollectorRunner:
             soonest = min(soonest, delta)
         return max(MIN_LOOP_SLEEP, soonest)
 
-    def _loop(self) -> None:
+    def _loop(self, slice_seconds: float | None = None) -> None:
         while not self._stop.is_set():
             try:
                 self.tick()
@@ -370,7 +372,9 @@ class CollectorRunner:
             except Exception:  # noqa: BLE001 - keep scheduling whatever happens
                 log.exception("collector runner loop error")
                 pause = MAX_LOOP_SLEEP
-            self._stop.wait(pause)
+            deadline = time.monotonic() + pause
+            while not self._stop.is_set() and (left := deadline - time.monotonic()) > 0:
+                self._stop.wait(left if slice_seconds is None else min(left, slice_seconds))
 
     def start(self) -> None:
         """Run the scheduler in a background thread (for the bot process)."""
@@ -389,10 +393,14 @@ class CollectorRunner:
         self.join(max(0.0, deadline - time.monotonic()))
 
     def run_forever(self) -> None:
-        """The scheduler in the calling thread until stop() or Ctrl-C."""
+        """The scheduler in the calling thread until stop() or Ctrl-C.
+
+        Its pauses are waited in slices of ``CTRL_C_SLICE_SECONDS``: a Ctrl-C the kernel hands to another thread
+        of the process (a collector's, the index's) only sets Python's flag, which the main thread reads when its
+        wait returns; one wait of the whole pause (up to 30 s) left Ctrl-C unanswered that long."""
         self._stop.clear()
         try:
-            self._loop()
+            self._loop(CTRL_C_SLICE_SECONDS)
         finally:
             self._stop.set()
 
