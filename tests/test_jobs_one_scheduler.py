@@ -172,3 +172,32 @@ def test_stopping_the_queue_starts_no_job_while_the_running_ones_finish():
 
     before, after, finished = asyncio.run(scenario())
     assert finished and after == before
+
+
+def test_a_run_answered_since_the_look_listed_it_is_not_started_again(tmp_path) -> None:
+    """The scheduler's look lists the pending runs in its own thread and hands them to their channel's loop; a run
+    answered and completed in between (its first start, by a hook or an earlier look, ended meanwhile) is not
+    started again there: its reply would reach the owner twice (a whole run of the suite saw it, test_hooks)."""
+    import asyncio
+
+    from assistant_framework.inbox import Inbox
+    from assistant_framework.workspace import Workspace
+    from messaging_llm_bot.conversation.job_router import ChannelJobs, JobRouter
+
+    inbox = Inbox(Workspace(tmp_path / "ws"))
+    answered = inbox.accept("hook:build:d-1", "tg:1", {"run": "answered meanwhile"})
+    waiting = inbox.accept("job:j1:now-1", "tg:1", {"run": "still pending"})
+    assert answered is not None and waiting is not None
+    listed = inbox.pending()
+    inbox.complete(answered.item_id)  # answered between the look's listing and its channel's loop
+    loop = asyncio.new_event_loop()
+    started: list[str] = []
+    router = JobRouter(runtime=None)  # type: ignore[arg-type]  # dispatch reads only its channels
+    router._channels["telegram"] = ChannelJobs(loop, inbox, lambda job: None, lambda item: started.append(item.item_id))
+    try:
+        for item in listed:
+            router.dispatch(item)
+        loop.run_until_complete(asyncio.sleep(0))
+    finally:
+        loop.close()
+    assert started == [waiting.item_id]

@@ -187,8 +187,16 @@ class JobRouter:
         jobs = self._attached().get(route.channel) if route is not None else None
         if jobs is None:
             return
+
+        def start_if_pending() -> None:
+            # On the channel's loop, where its runs end: a run the look listed as pending may have been answered
+            # and completed since (its own start ended meanwhile); offered again it would be answered twice.
+            current = jobs.inbox.get(item.item_id)
+            if current is not None:
+                jobs.start(current)
+
         try:
-            jobs.loop.call_soon_threadsafe(jobs.start, item)
+            jobs.loop.call_soon_threadsafe(start_if_pending)
         except RuntimeError:  # the channel's loop closed while it stopped: the item waits for the next start
             log.info("jobs: %s not started: its channel stopped", item.item_id)
 
