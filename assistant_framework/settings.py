@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
 import os
 import time
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from assistant_framework.config.errors import JsonPath, display_path
 from assistant_framework.config.keys import check_key_names
 from assistant_framework.config.parse import _parse_file
 from assistant_framework.workspace import atomic_write_bytes
+from assistant_framework.workspace.locks import flock_until
 
 #: How long ``config set`` waits for another writer of the same config (one at a time: each writes back the
 #: file as it read it).
@@ -114,18 +114,11 @@ def one_writer(root: Path, timeout: float = WRITER_WAIT_SECONDS) -> Iterator[Non
     folder = root if root.is_dir() else root.parent
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ConfigError(
-                        f"{display_path(root)}: another change to this config is still being written after "
-                        f"{timeout:g} s; nothing was changed (try again)"
-                    ) from None
-                time.sleep(0.05)
+        if not flock_until(fd, time.monotonic() + timeout, 0.05):
+            raise ConfigError(
+                f"{display_path(root)}: another change to this config is still being written after {timeout:g} s; "
+                "nothing was changed (try again)"
+            )
         yield  # closing the descriptor below releases the lock
     finally:
         os.close(fd)

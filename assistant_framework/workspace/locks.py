@@ -38,6 +38,19 @@ def new_lock(root: Path, key: str, timeout: float) -> _CombinedLock:
     return _CombinedLock(threading.Lock(), file_lock)
 
 
+def flock_until(fd: int, deadline: float, poll: float) -> bool:
+    """An exclusive ``flock`` on ``fd`` (POSIX), asked again every ``poll`` seconds until ``deadline`` (a
+    ``time.monotonic`` time); False when another holder still had it then."""
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
+
+
 class _FlockLock:
     """An exclusive ``flock`` on a lock file, held by one thread at a time (POSIX).
 
@@ -57,16 +70,10 @@ class _FlockLock:
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() >= deadline:
-                            raise TimeoutError(
-                                f"lock file {self.path!r} still held by another process after {self.timeout:.0f} s"
-                            ) from None
-                        time.sleep(self.poll)
+                if not flock_until(fd, deadline, self.poll):
+                    raise TimeoutError(
+                        f"lock file {self.path!r} still held by another process after {self.timeout:.0f} s"
+                    )
                 if os.fstat(fd).st_nlink:
                     self._fd = fd
                     return
