@@ -13,6 +13,10 @@ from tests.fakes.chat_server import FakeChatServer
 from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+#: The deadline of the calls that must have received something before it passes (a chunk, a keep-alive): the
+#: fake answers its first bytes at once, so half a second leaves a loaded machine's scheduling to spare; the calls
+#: that need nothing before their deadline wait 0.3 s. Every call here waits its deadline out.
+DEADLINE = 0.5
 
 
 def client_for(server: FakeChatServer, timeout: float) -> LLMClient:
@@ -29,11 +33,11 @@ def test_trickling_stream_times_out_at_the_deadline_and_says_so(chat_server):
     chat_server.enqueue({"content": "Hel", "stream_chunks": ["Hel"], "keepalive_every": 0.1, "keepalive_for": 20})
     shown: list[str] = []
     with pytest.raises(LLMError) as info:
-        client_for(chat_server, 1).complete(MESSAGES, stream=True, on_delta=shown.append)
+        client_for(chat_server, DEADLINE).complete(MESSAGES, stream=True, on_delta=shown.append)
     err = info.value
     assert err.kind == "timeout"
     message = err.user_message()
-    assert "'trickle'" in message and "not finished within 1 s" in message
+    assert "'trickle'" in message and "not finished within 0.5 s" in message
     assert "3 characters" in message  # what arrived before the stall
     assert shown == ["Hel"]
 
@@ -87,12 +91,12 @@ TRICKLE = {"every": 0.1, "for": 20}
 )
 def test_a_trickling_answer_that_is_not_streamed_ends_at_the_deadline(chat_server, trickle):
     chat_server.enqueue({"content": "late", "trickle": trickle})
-    client = client_for(chat_server, 1)
+    client = client_for(chat_server, DEADLINE)
     with pytest.raises(LLMError) as info:
         client.complete(MESSAGES)
     err = info.value
     assert err.kind == "timeout", err
-    assert "'trickle'" in err.user_message() and "not finished within 1 s" in err.user_message()
+    assert "'trickle'" in err.user_message() and "not finished within 0.5 s" in err.user_message()
     if trickle.get("where") != "head":
         assert "blank keep-alive" in err.user_message()
     # The pool is not poisoned: the next call on the same client gets its answer.
