@@ -47,7 +47,6 @@ def feeds():
         # Headers a byte every 50 ms (10,000 of them), and a body without a length dripping the same.
         server.add("/slow-head.xml", GOOD, content_type="application/rss+xml", drip_head=0.05)
         server.add("/slow-close.xml", GOOD, content_type="application/rss+xml", drip=0.05, framing="close")
-        server.add("/short-drip.txt", SHORT, content_type="text/plain", drip=0.05)
         server.add(
             "/slow-head.ics", b"BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n", content_type="text/calendar", drip_head=0.05
         )
@@ -98,8 +97,8 @@ def test_trickling_embeddings_end_at_their_timeout_and_search_falls_back(tmp_pat
     from assistant_framework.memory import MemoryService
 
     chat_server.set_embeddings_handler(lambda texts: {"trickle": {**TRICKLE, "where": where}})
-    settings = {"base_url": chat_server.base_url, "model": "e", "timeout_seconds": 0.3}  # waited out twice
-    with pytest.raises(EmbeddingError, match="did not finish within 0.3 s"):
+    settings = {"base_url": chat_server.base_url, "model": "e", "timeout_seconds": 0.2}  # waited out twice
+    with pytest.raises(EmbeddingError, match="did not finish within 0.2 s"):
         EmbeddingClient(EmbeddingsSettings(**settings))(["parcel"])
     config = {"llm": {"embeddings": {"enabled": True, **settings}}, "memory": {"semantic_weight": 0.5}}
     service = MemoryService(
@@ -125,19 +124,21 @@ def test_the_web_skill_gives_up_on_a_page_trickling_its_headers(workspace, feeds
 def test_a_connection_given_back_to_the_pool_is_forgotten_by_its_deadline(feeds):
     """A deadline that passes after its call gave the connection back must not cut that
     connection while another call uses it (the pool hands the same connection out again)."""
-    import time
-
     from assistant_framework.http_deadline import read_body
 
+    held = threading.Event()  # the body's first byte is sent, the rest when the first deadline has passed
+    feeds.add("/held.txt", SHORT, content_type="text/plain", drip=0.001, hold=held)
     session = deadline_session()
-    with Deadline(0.3) as first:
-        assert session.get(feeds.url("/news.xml"), timeout=5).content == GOOD  # its connection is back in the pool
-        with Deadline(10) as second:
-            response = session.get(feeds.url("/short-drip.txt"), stream=True, timeout=5)  # the same connection
-            end = time.monotonic() + 5
-            while not first.fired and time.monotonic() < end:  # the first deadline passes mid-body
-                time.sleep(0.01)
-            body = read_body(response, second, max_bytes=1000)
+    try:
+        with Deadline(0.3) as first:
+            assert session.get(feeds.url("/news.xml"), timeout=5).content == GOOD  # its connection is in the pool
+            with Deadline(10) as second:
+                response = session.get(feeds.url("/held.txt"), stream=True, timeout=5)  # the same connection
+                wait_until(lambda: first.fired, timeout=10, what="the first deadline")  # it passes mid-body
+                held.set()
+                body = read_body(response, second, max_bytes=1000)
+    finally:
+        held.set()
     assert first.fired and not second.fired
     assert body == SHORT
 

@@ -59,7 +59,7 @@ def test_a_stream_that_finishes_in_time_is_untouched(chat_server):
 
 def test_the_user_is_told_what_happened_when_the_model_trickles(fake, start_bot, chat_server):  # noqa: F811
     def short_timeout(config: dict) -> None:
-        config["llm"]["runners"][0]["timeout_seconds"] = 0.5
+        config["llm"]["runners"][0]["timeout_seconds"] = 0.3  # no call has to finish
 
     start_bot(config_patch=short_timeout, stream=True)
     chat_server.set_handler(
@@ -71,7 +71,7 @@ def test_the_user_is_told_what_happened_when_the_model_trickles(fake, start_bot,
         }
     )
     fake.send_message("hello?")
-    final = fake.wait_for(lambda: [t for t in texts(fake) if "not finished within 0.5 s" in t], timeout=15)
+    final = fake.wait_for(lambda: [t for t in texts(fake) if "not finished within 0.3 s" in t], timeout=15)
     assert "timed out" in final[0]
 
 
@@ -139,13 +139,13 @@ def test_keep_alives_before_an_answer_in_time_are_harmless(chat_server):
 
 def test_the_user_is_told_when_an_answer_that_is_not_streamed_trickles(fake, start_bot, chat_server):  # noqa: F811
     def short_timeout(config: dict) -> None:
-        config["llm"]["runners"][0]["timeout_seconds"] = 0.5
+        config["llm"]["runners"][0]["timeout_seconds"] = 0.3  # no call has to finish
         config["llm"]["stream"] = False  # the model call is not streamed (telegram.stream only shows one)
 
     start_bot(config_patch=short_timeout, stream=False)
     chat_server.set_handler(lambda req: {"content": '{"reply": "late"}', "trickle": TRICKLE})
     fake.send_message("hello?")
-    final = fake.wait_for(lambda: [t for t in texts(fake) if "not finished within 0.5 s" in t], timeout=15)
+    final = fake.wait_for(lambda: [t for t in texts(fake) if "not finished within 0.3 s" in t], timeout=15)
     assert "timed out" in final[0] and "late" not in final[0]
 
 

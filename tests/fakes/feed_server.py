@@ -12,6 +12,8 @@ A route with an ``etag`` or ``last_modified`` answers 304 to a matching
 conditional request. ``status`` serves an error; ``delay`` waits before answering;
 ``drip`` sends the body one byte at a time, ``drip`` seconds apart (a slow server);
 ``framing="close"`` leaves the length out of a dripped body (it ends when the connection closes);
+``hold`` (a ``threading.Event``) with ``drip``: the head and the body's first byte are sent, the rest only
+once the test sets the event (a body in flight for as long as the test needs, not for a guessed time).
 ``drip_head`` sends the status line, then a header line one byte every ``drip_head`` seconds (10,000
 bytes) before the rest: a server trickling its headers. ``headers`` adds answer headers (a cookie a
 page on another port sets, say).
@@ -40,6 +42,8 @@ class Route:
     drip: float = 0.0
     framing: str = "length"
     drip_head: float = 0.0
+    #: With ``drip``: the body's bytes after the first wait until this is set (at most 30 s).
+    hold: threading.Event | None = None
     #: More answer headers as (name, value) pairs: a name may repeat (two ``Set-Cookie``).
     headers: tuple[tuple[str, str], ...] = ()
 
@@ -111,6 +115,8 @@ class _Handler(FakeHandler):
             if self.server.fake._server is None:  # stopped: end the connection
                 self.close_connection = True
                 return
+            if i == 0 and route.hold is not None:
+                route.hold.wait(30)
             time.sleep(route.drip)
 
     def _drip_head(self, route: Route) -> None:
