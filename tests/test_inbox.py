@@ -215,6 +215,36 @@ def test_accept_many_leaves_nothing_behind_when_the_batch_fails(tmp_path, monkey
     assert ws.list("state/inbox/pending/*/*.json") == []  # the one-by-one retry starts clean
 
 
+def test_accept_syncs_the_file_and_its_folder_together_before_it_counts_as_seen(tmp_path, monkeypatch):
+    """One message takes the batch's way: its file and folder fsynced in one call (one journal commit, not two
+    in a row), the id logged as seen only after; a failed fsync leaves no file and no seen id."""
+    from assistant_framework.inbox import store as inbox_store
+
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    synced: list[list] = []
+
+    def record(paths):
+        assert not inbox.seen("7")  # not yet logged while the fsyncs run
+        synced.append(list(paths))
+
+    monkeypatch.setattr(inbox_store, "fsync_all", record)
+    item = inbox.accept("7", "tg:1", {"n": 7})
+    target = ws.path(f"state/inbox/pending/{item.item_id}.json")
+    assert synced == [[target, target.parent]] and inbox.seen("7")
+
+    def disk_full(paths):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(inbox_store, "fsync_all", disk_full)
+    import pytest
+
+    with pytest.raises(OSError):
+        inbox.accept("8", "tg:1", {"n": 8})
+    assert not inbox.seen("8") and [i.source_id for i in inbox.pending()] == ["7"]
+    assert len(ws.list("state/inbox/pending/*/*.json")) == 1
+
+
 def test_batch_accept_knows_fingerprints_and_live_goes_to_the_ledger(tmp_path):
     """The batch path tells a reused id from a re-delivery as accept does; record_live leaves the message file alone."""
     ws = Workspace(tmp_path)

@@ -58,18 +58,10 @@ class Inbox:
         differs is a new message under a reused id (the source restarted its id sequence, e.g. another
         Telegram Bot API server): it is accepted, with a warning. A re-delivery has the same fingerprint.
         """
-        source_id = str(source_id)
-        fingerprint = "".join(str(fingerprint).split())  # one token on its seen.log line
-        with self._accepting:
-            if not self._seen.is_new(source_id, fingerprint):
-                return None
-            item = self._new_item(source_id, conversation_id, payload, fingerprint)
-            self.ws.write_json(item_rel(item.item_id), item.to_json())
-            with self._lock:
-                # Seen is recorded after the item: a crash in between still finds the id in the pending file.
-                self._seen.record(source_id, fingerprint)
-                self._items[item.item_id] = item
-            return item
+        # The batch's way with one entry: the file written (atomic rename), then it and its folder fsynced
+        # together, one journal commit (fsync, rename, fsync one after the other waited for two, on the turn's
+        # path before its model call); seen is recorded after that.
+        return self.accept_many([(source_id, conversation_id, payload, fingerprint)])[0]
 
     def accept_many(self, entries: Sequence[AcceptEntry]) -> list[InboxItem | None]:
         """``accept`` for a batch of ``(source_id, conversation_id, payload[, fingerprint])``, fsyncs together.
