@@ -6,14 +6,15 @@ once). Measured: the time from ``Popen`` to the first ``getUpdates`` call the fa
 beside the same time for a minimal python-telegram-bot bot (``bench/minimal_ptb_bot.py``)
 in the same run (median of ``--runs`` starts each, alternating), and their ratio; resident
 memory (VmRSS from /proc/<pid>/status) when idle and after N messages pushed through the
-fake Bot API (spread over several allowed users) have all been answered. Each chat may hold
+fake Bot API (spread over several allowed users) have all been answered, of the bot's last timed
+start (left running: the messages need no start of their own). Each chat may hold
 all of its messages (``runtime.max_pending_per_chat`` is set to the messages per user): the
 bound on a chat's queue is not what this measures, and at its default (20) the bot leaves the
 rest of a chat's burst unanswered by design. Killed (SIGTERM, SIGHUP, Ctrl-C), the bench stops
 the bots it started.
 
     python bench/startup.py                # N = 1000 messages, 5 starts each
-    python bench/startup.py --quick        # N = 10, 1 start each, no untimed start first (smoke test)
+    python bench/startup.py --quick        # N = 10, 1 start each, no untimed start first, 0.1 s idle (smoke test)
     python bench/startup.py --messages 300 --runs 9
 """
 
@@ -86,15 +87,23 @@ def cpu_seconds(pid: int) -> float:
 
 
 def time_to_first_poll(
-    command: list[str], env: dict, log_path: Path, config: dict | None = None, config_dir: Path | None = None
+    command: list[str],
+    env: dict,
+    log_path: Path,
+    config: dict | None = None,
+    config_dir: Path | None = None,
+    *,
+    kept: tuple[FakeBotAPI, list[subprocess.Popen]] | None = None,
 ) -> tuple[float, float]:
     """(wall seconds, CPU seconds) from ``Popen(command)`` to the first ``getUpdates`` reaching a new fake.
 
     ``{token}``, ``{base_url}`` and ``{base_file_url}`` in ``command`` become the fake's; with
-    ``config`` the bot's config is written to ``config_dir`` pointing at it. The process is stopped after.
+    ``config`` the bot's config is written to ``config_dir`` pointing at it. The process is stopped after,
+    unless ``kept`` gives the fake (the caller's, not called yet) and the caller's list of started processes:
+    the process then goes on running on that fake, in that list, and the caller stops it.
     """
-    fake = FakeBotAPI().start()
-    children: list[subprocess.Popen] = []
+    fake = kept[0] if kept else FakeBotAPI().start()
+    children: list[subprocess.Popen] = kept[1] if kept else []
     address = {"token": fake.token, "base_url": fake.base_url, "base_file_url": fake.base_file_url}
     try:
         if config is not None and config_dir is not None:
@@ -115,19 +124,27 @@ def time_to_first_poll(
             wait(fake.polls_started, 60, "getUpdates call", proc)  # when it arrives, not when it returns
             return time.perf_counter() - started, cpu_seconds(proc.pid)
     finally:
-        for proc in children:
-            stop_process(proc)
-        fake.stop()
+        if not kept:
+            for proc in children:
+                stop_process(proc)
+            fake.stop()
 
 
 def compare_startup(
-    config: dict, base: Path, runs: int, env: dict, log_path: Path, warm: bool = True
+    config: dict,
+    base: Path,
+    runs: int,
+    env: dict,
+    log_path: Path,
+    kept: tuple[FakeBotAPI, list[subprocess.Popen]],
+    warm: bool = True,
 ) -> tuple[tuple, tuple]:
     """Median (wall, CPU) start-up to the first poll of the bot and of the minimal PTB bot, started alternately
-    (``warm``: after one untimed start of each)."""
+    (``warm``: after one untimed start of each). The bot's last timed start is left running on ``kept``'s fake,
+    in its list (``time_to_first_poll``): it answers the messages next, without a start of its own."""
     floor_cmd = [sys.executable, str(ROOT / "bench" / "minimal_ptb_bot.py"), "{token}", "{base_url}", "{base_file_url}"]
 
-    def bot(name: str) -> tuple[float, float]:
+    def bot(name: str, keep: bool = False) -> tuple[float, float]:
         command = [
             sys.executable,
             "-m",
@@ -137,7 +154,7 @@ def compare_startup(
             "--workspace",
             str(base / f"ws-{name}"),
         ]
-        return time_to_first_poll(command, env, log_path, config, base / f"cfg-{name}")
+        return time_to_first_poll(command, env, log_path, config, base / f"cfg-{name}", kept=kept if keep else None)
 
     # As a user runs it: Python caches compiled modules after the first start, so one start of each
     # is not timed (and PYTHONDONTWRITEBYTECODE, set on some machines, would make every start
@@ -149,7 +166,7 @@ def compare_startup(
     floor_times, bot_times = [], []
     for run in range(runs):
         floor_times.append(time_to_first_poll(floor_cmd, env, log_path))
-        bot_times.append(bot(str(run)))
+        bot_times.append(bot(str(run), keep=run == runs - 1))
 
     def medians(times: list[tuple[float, float]]) -> tuple[float, float]:
         return statistics.median(w for w, _ in times), statistics.median(c for _, c in times)
@@ -168,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     end_children_when_killed()
     count = args.messages or (10 if args.quick else 1000)
     runs = args.runs or (1 if args.quick else 5)
+    # Seconds from the first getUpdates to the idle memory figure (a smoke test does not read the figure).
+    settle = 0.1 if args.quick else 2.0
     per_chat = -(-count // USERS)  # every message of a chat's burst may wait: the queue's bound is not measured
     base = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     model = fake_server(latency=0.0)
@@ -185,41 +204,23 @@ def main(argv: list[str] | None = None) -> int:
             "allowed_user_ids": list(range(1, USERS + 1)),
         }
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # The last timed start of the bot goes on running on ``fake`` (which it has polled) and answers the messages.
         (startup_s, startup_cpu), (floor_s, floor_cpu) = compare_startup(
-            config, base, runs, env, log_path, warm=not args.quick
+            config, base, runs, env, log_path, (fake, children), warm=not args.quick
         )
-        config_dir = write_config_dir(config, base / "config")
-        with open(log_path, "wb") as log:
-            proc = start_process(
-                children,
-                [
-                    sys.executable,
-                    "-m",
-                    "messaging_llm_bot",
-                    "--config",
-                    str(config_dir),
-                    "--workspace",
-                    str(base / "ws"),
-                ],
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-            wait(lambda: fake.calls("getUpdates"), 60, "getUpdates call", proc)
-            time.sleep(0.5 if args.quick else 2.0)  # settle: post-init calls, first long poll
-            idle = rss_kb(proc.pid)
-            pushed = time.perf_counter()
-            for i in range(count):
-                fake.send_message(f"message {i}: what is on my list today?", user_id=1 + i % USERS)
-            wait(lambda: replies(fake) >= count, 600, f"{count} replies", proc, step=0.05)
-            turns_s = time.perf_counter() - pushed
-            after = rss_kb(proc.pid)
-            methods: dict[str, int] = {}
-            for call in fake.calls():
-                if call["method"] != "getUpdates":
-                    methods[call["method"]] = methods.get(call["method"], 0) + 1
+        proc = children[-1]
+        time.sleep(settle)  # post-init calls, first long poll
+        idle = rss_kb(proc.pid)
+        pushed = time.perf_counter()
+        for i in range(count):
+            fake.send_message(f"message {i}: what is on my list today?", user_id=1 + i % USERS)
+        wait(lambda: replies(fake) >= count, 600, f"{count} replies", proc, step=0.05)
+        turns_s = time.perf_counter() - pushed
+        after = rss_kb(proc.pid)
+        methods: dict[str, int] = {}
+        for call in fake.calls():
+            if call["method"] != "getUpdates":
+                methods[call["method"]] = methods.get(call["method"], 0) + 1
     except (RuntimeError, TimeoutError) as exc:
         tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
         print(f"startup benchmark failed: {exc}\n--- bot log tail ---\n{tail}", file=sys.stderr)
@@ -248,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{startup_cpu:.2f} s / {floor_cpu:.2f} s = {startup_cpu / floor_cpu:.2f}",
                 ],
                 [
-                    f"resident memory idle (VmRSS, {0.5 if args.quick else 2.0:g} s after first getUpdates)",
+                    f"resident memory idle (VmRSS, {settle:g} s after first getUpdates)",
                     f"{idle['VmRSS'] / 1024:.1f} MB",
                 ],
                 [f"resident memory after {count} messages answered (VmRSS)", f"{after['VmRSS'] / 1024:.1f} MB"],
