@@ -56,3 +56,49 @@ def test_streamed_calls_reuse_one_connection(chat_server):
         assert client.complete([{"role": "user", "content": "hi"}], stream=True, on_delta=lambda text: None).text
     ports = {r.client[1] for r in chat_server.chat_requests}
     assert len(ports) == 1, ports
+
+
+def test_request_body_is_the_json_requests_sent_with_the_schema_encoded_once(chat_server):
+    """The body on the wire is byte for byte ``json.dumps(body)`` (what requests' ``json=`` sent), as JSON; the
+    answer schema, the same object request after request (SkillFormats), is encoded once and its text reused."""
+    import json
+
+    import pytest
+
+    from messaging_llm_bot.llm.body import BodyEncoder
+
+    client = LLMClient.from_section(
+        {
+            "runners": [{"name": "r", "base_url": chat_server.base_url, "model": "m", "timeout_seconds": 5}],
+            "retries_per_runner": 0,
+            "structured_output": "json_schema",
+        }
+    )
+    schema = {"anyOf": [{"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}]}
+    chat_server.enqueue('{"reply": "one"}', '{"reply": "two"}')
+    for text in ('héllo \u2028 "quoted"', "again"):
+        client.complete([{"role": "user", "content": text}], schema=schema, schema_name="skill_call")
+    first, second = chat_server.chat_requests[-2:]
+    for request in (first, second):
+        assert request.headers["Content-Type"] == "application/json"
+        assert request.body == json.dumps(dict(request)).encode()
+    assert first["response_format"]["json_schema"]["schema"] == schema
+    assert first["messages"][-1]["content"] == 'héllo \u2028 "quoted"'
+
+    encoder = BodyEncoder()
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "ü"}],
+        "tools": tools,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
+    }
+    assert encoder.encode(body) == json.dumps(body).encode()
+    schema["anyOf"].append({"type": "null"})  # changed in place (SkillFormats never does): the kept text is sent
+    tools.clear()
+    sent = json.loads(encoder.encode(body))
+    assert len(sent["response_format"]["json_schema"]["schema"]["anyOf"]) == 1 and len(sent["tools"]) == 1
+    fresh = json.loads(json.dumps(body))  # other objects: encoded anew
+    assert encoder.encode(fresh) == json.dumps(fresh).encode()
+    with pytest.raises(ValueError):
+        encoder.encode({"model": "m", "temperature": float("nan")})

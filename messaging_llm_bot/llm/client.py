@@ -36,6 +36,7 @@ from messaging_llm_bot.llm.answer import (
     to_completion,
     transport_error,
 )
+from messaging_llm_bot.llm.body import BodyEncoder
 from messaging_llm_bot.llm.caps import count_call, hold_call, refusal, release_call, settle_failed_call
 from messaging_llm_bot.llm.deadline import CallDeadline
 from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_format
@@ -120,6 +121,7 @@ class LLMClient:
         if session is None:
             session = make_session(self.max_concurrency)
         self._session = session
+        self._bodies = BodyEncoder()  # the answer schema and tool specs encoded once, not each request
         # Our own session reads proxy settings once (see llm/http.py); a caller's session does its own.
         self._env = EnvironmentCache() if self._owns_session else None
 
@@ -356,12 +358,16 @@ class LLMClient:
     ) -> requests.Response:
         """Send the request and take the answer's headers, within the call's deadline; raises LLMError."""
         try:
+            data = self._bodies.encode(body)
+        except ValueError as exc:  # NaN or infinity: what requests' json= raised
+            raise transport_error(runner, requests.exceptions.InvalidJSONError(exc)) from None
+        try:
             # Always streamed at the HTTP level: the body is read under the deadline below, also
             # when the answer is one JSON object (requests would read it with a per-read timeout).
             response = self._session.post(
                 url,
-                json=body,
-                headers=self._headers(runner, stream),
+                data=data,
+                headers={**self._headers(runner, stream), "Content-Type": "application/json"},
                 timeout=runner.timeout_seconds,
                 stream=True,
                 **self._net(runner),
