@@ -70,6 +70,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("assistant_framework/schedules", "jobs"),
     ("assistant_framework/settings", "config"),
     ("assistant_framework/netguard", "access"),
+    ("assistant_framework/http_deadline", "access"),
     ("assistant_framework/spending", "memory"),
     ("messaging_llm_bot/protocol", "agent"),
     ("messaging_llm_bot/channels", "conversation"),

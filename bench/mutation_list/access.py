@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import ACCESS, AF, AGENT_SKILLS, NET, POLICY, REDACTION, Mutation
+from mutation_list.common import ACCESS, AF, AGENT_SKILLS, HTTP_DEADLINE, NET, POLICY, REDACTION, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- who sees the owner's data (access.py) ----------------------------------------------------------
@@ -124,6 +124,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return list(value)",
         "secret keys inside objects in a list reach the audit log",
         REDACTION,
+    ),
+    # -- one deadline for a whole HTTP exchange (http_deadline.py) -------------------------------------
+    Mutation(
+        "http-deadline-keeps-pooled-connection",
+        f"{AF}/http_deadline.py",
+        "self._watched = [(c, s) for c, s in self._watched if c is not connection]",
+        "self._watched = list(self._watched)",
+        "a deadline that passes after its call gave the connection back cuts it while another call reads on it",
+        HTTP_DEADLINE,
     ),
     # -- the SSRF guard (netguard.py) ------------------------------------------------------------------
     Mutation(

@@ -110,6 +110,7 @@ NET = (
     "test_netguard_through_the_bot.py",
     "test_policy.py",
 )
+HTTP_DEADLINE = ("test_http_deadline.py",)
 WEB = ("test_web_signin.py", "test_web_http.py", "test_web_limits.py", "test_web_bot.py")
 GUARD = (
     "test_policy.py",
