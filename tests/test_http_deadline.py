@@ -69,11 +69,11 @@ def test_a_calendar_trickling_its_headers_misses_its_deadline(tmp_path, feeds, c
     opts = _collectors_cli(
         tmp_path,
         "calendar",
-        {"sources": [{"name": "slow", "url": url}], "fetch_timeout_seconds": 0.5, "timeout_seconds": 30},
+        {"sources": [{"name": "slow", "url": url}], "fetch_timeout_seconds": 0.3, "timeout_seconds": 30},
     )
     assert main(["collectors", "run", "calendar", *opts]) == 1  # its only source failed
     out = capsys.readouterr().out
-    assert "download not finished within 0.5s" in out, out
+    assert "download not finished within 0.3s" in out, out
 
 
 def test_a_trickling_transcription_ends_at_its_timeout_through_the_bot(fake, start_bot, chat_server):
@@ -81,14 +81,14 @@ def test_a_trickling_transcription_ends_at_its_timeout_through_the_bot(fake, sta
         config["llm"]["transcription"] = {
             "base_url": chat_server.base_url,
             "model": "whisper-1",
-            "timeout_seconds": 0.5,
+            "timeout_seconds": 0.3,  # no transcription has to finish
         }
 
     start_bot(config_patch=with_transcription)
     chat_server.set_transcription({"text": "late words", "trickle": TRICKLE})
     fake.send_voice(OWNER, b"OggS fake opus")
     shown = fake.wait_for(lambda: [t for t in texts(fake) if "could not transcribe" in t], timeout=15)
-    assert "did not finish within 0.5 s" in shown[0], shown
+    assert "did not finish within 0.3 s" in shown[0], shown
     assert chat_server.chat_requests == []  # no turn was started from a transcript that never came
 
 
