@@ -166,7 +166,9 @@ def test_a_native_tool_call_of_the_http_server(env) -> None:
     assert "echo: over http" in tool_message["content"] and OUTSIDE_LABEL in tool_message["content"]
 
 
-def test_a_server_dying_in_a_call_costs_one_sentence_and_the_next_call_works(env) -> None:
+def test_a_server_dying_in_a_call_costs_one_sentence_and_the_next_call_works(env, monkeypatch) -> None:
+    # The restart's first backoff (1 s) a tenth: the next call waits for the restart, which is not the point.
+    monkeypatch.setattr("assistant_framework.mcp.connection.FIRST_BACKOFF", 0.1)
     _turn(env, _call("crashy_die", {}), '{"reply": "The tool broke."}', text="break it", expect="The tool broke.")
     fed = _fed_back(env)
     assert "the MCP server 'crashy' stopped during the call; it is being restarted: try again" in fed

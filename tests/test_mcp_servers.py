@@ -73,7 +73,7 @@ def setup(tmp_path_factory, http_server):
         "web": {"url": http_server.url, "headers": {"Authorization": f"Bearer {TOKEN}"}},
         "locked": {"url": http_server.url, "timeout_seconds": 5},
         "broken": command("crash"),
-        "stuck": {**command("hang"), "timeout_seconds": 1},
+        "stuck": {**command("hang"), "timeout_seconds": 0.5},  # waited out whole: the others start meanwhile
         "absent": {"command": str(root / "no-such-server")},
         "hostile": command("hostile"),
         "picky": {**command("tools"), "tools": ["echo", "teleport"], "tool_capabilities": {"echo": ["read"]}},
@@ -86,7 +86,7 @@ def setup(tmp_path_factory, http_server):
     manager = SkillManager([], workspace, sources=[source], defer=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TELEGRAM_BOT_TOKEN", "123456:the-bots-own-secret")  # in the bot's environment...
-        patch.setattr(SDK_GRACE, 0.2)  # "stuck" is ended after its 1 s
+        patch.setattr(SDK_GRACE, 0.05)  # "stuck" is ended after its half second
         manager.ensure_loaded()
     yield manager, source, workspace, repo
     manager.close()
@@ -172,7 +172,7 @@ def test_servers_that_do_not_start_are_load_errors_saying_why(setup) -> None:
     manager, source, *_ = setup
     errors = {e.name: e.error for e in manager.errors}
     assert "no database at /nowhere" in errors["mcp:broken"]  # its own last words on stderr
-    assert "did not answer within 1 s" in errors["mcp:stuck"]
+    assert "did not answer within 0.5 s" in errors["mcp:stuck"]
     assert "no-such-server' was not found" in errors["mcp:absent"]
     assert "has no tool 'teleport'" in errors["mcp:picky"] and "it lists: " in errors["mcp:picky"]
     statuses = {s.name: s for s in source.statuses()}
@@ -242,9 +242,10 @@ def test_a_call_that_hangs_costs_one_sentence_and_the_server_goes_on_answering(s
     at the server's timeout in one sentence; the server still answers, so it is not restarted."""
     manager, source, *_ = setup
     before = int(ok(manager, "sleepy_pid", {}).split()[-1])
-    with short_timeout(source, "sleepy", 1):
+    # Waited out whole, and nothing races it: the tool answers in 600 s, in the server's thread or not at all.
+    with short_timeout(source, "sleepy", 0.25):
         error = failed(manager, "sleepy_slow", {"seconds": 600})
-    assert "the MCP server 'sleepy' did not answer within 1 s" in error
+    assert "the MCP server 'sleepy' did not answer within 0.25 s" in error
     assert ok(manager, "sleepy_echo", {"text": "still here"}).endswith("echo: still here")
     assert int(ok(manager, "sleepy_pid", {}).split()[-1]) == before
     assert next(s for s in source.statuses() if s.name == "sleepy").restarts == 0
@@ -254,11 +255,13 @@ def test_a_call_that_freezes_the_server_costs_one_sentence_and_it_is_restarted(s
     """A tool that blocks the whole server: the call fails at the timeout in one sentence, the watcher's
     ping finds the server stuck and restarts it, the stuck process is ended, and the next call is answered."""
     manager, source, *_ = setup
-    monkeypatch.setattr(CONNECTION + ".PING_TIMEOUT", 1.0)
+    frozen_ping(monkeypatch)
     quick_restart(monkeypatch)
     stuck_pid = int(ok(manager, "sleepy_pid", {}).split()[-1])
     restarts = next(s for s in source.statuses() if s.name == "sleepy").restarts
-    with short_timeout(source, "sleepy", 1):  # the restart then has the usual time to start
+    # The restart then has the usual time to start. A second, not less: a call given up before the server read
+    # it is cancelled (notifications/cancelled), and one cancelled before its tool ran freezes nothing.
+    with short_timeout(source, "sleepy", 1):
         error = failed(manager, "sleepy_freeze", {"seconds": 600})
     assert "the MCP server 'sleepy' did not answer within 1 s" in error
     answers = []
@@ -275,11 +278,27 @@ def test_a_call_that_freezes_the_server_costs_one_sentence_and_it_is_restarted(s
     wait_until(lambda: not _alive(stuck_pid), timeout=30, what="the stuck server process to end")
 
 
+def test_the_restart_delay_doubles_from_the_first_backoff_up_to_the_most(monkeypatch) -> None:
+    from assistant_framework.mcp.connection import restart_delay
+
+    assert [restart_delay(tries) for tries in range(8)] == [1, 2, 4, 8, 16, 32, 60, 60]
+    assert restart_delay(10_000) == 60
+    monkeypatch.setattr(CONNECTION + ".FIRST_BACKOFF", 0.1)  # read at the outage, not when the server started
+    assert restart_delay(0) == 0.1 and restart_delay(2) == 0.4
+
+
 def quick_restart(monkeypatch: pytest.MonkeyPatch) -> None:
     """A restart without the waits that are not what the test is about: the first backoff (1 s) and the
     SDK's grace for a server that ignores its closed stdin (2 s, before SIGTERM)."""
     monkeypatch.setattr(CONNECTION + ".FIRST_BACKOFF", 0.1)
-    monkeypatch.setattr(SDK_GRACE, 0.2)
+    monkeypatch.setattr(SDK_GRACE, 0.05)
+
+
+def frozen_ping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher's ping timeout (10 s) a quarter of a second: the ping that finds the frozen server stuck is
+    waited out whole (the server sleeps 600 s). No other ping comes in these tests: the regular one after 30 s
+    of quiet, the one before a call after 5 s of it."""
+    monkeypatch.setattr(CONNECTION + ".PING_TIMEOUT", 0.25)
 
 
 @contextmanager
@@ -320,7 +339,7 @@ def test_a_call_that_timed_out_makes_the_connection_check_the_server_at_once(tmp
     does at once; the frozen server is found stuck and restarted with nothing else asked of it."""
     monkeypatch.setattr(CONNECTION + ".PING_SECONDS", 3600.0)
     monkeypatch.setattr(CONNECTION + ".IDLE_PING_SECONDS", 3600.0)
-    monkeypatch.setattr(CONNECTION + ".PING_TIMEOUT", 1.0)
+    frozen_ping(monkeypatch)
     quick_restart(monkeypatch)
     source = McpSkills(mcp_settings({"mcp": {"servers": {"t": {**command("tools"), "tools": ["freeze", "pid"]}}}}))
     manager = SkillManager([], Workspace(tmp_path / "ws"), sources=[source])

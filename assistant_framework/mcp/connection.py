@@ -108,6 +108,12 @@ async def _probe(client: Client) -> None:
     await client.list_tools()
 
 
+def restart_delay(tries: int) -> float:
+    """The wait before a restart after ``tries`` failed ones in a row: ``FIRST_BACKOFF`` doubling up to
+    ``MAX_BACKOFF`` (both read now: the delay of an outage is the one set when it happens)."""
+    return min(FIRST_BACKOFF * (1 << min(tries, 32)), MAX_BACKOFF)
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first exception inside (nested) exception groups, as anyio's task groups raise them."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -203,7 +209,7 @@ class ServerConnection:
 
     async def _supervise(self, first: asyncio.Future[list[Tool]]) -> None:
         assert self._stop is not None
-        backoff = FIRST_BACKOFF
+        tries = 0  # restarts tried since the server last answered
         outage: float | None = None
         while not self._stop.is_set():
             started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -220,7 +226,7 @@ class ServerConnection:
                         self.restarts,
                     )
                     outage = None
-                backoff = FIRST_BACKOFF
+                tries = 0
                 error = await self._until_ended(session)
             if self._stop.is_set():
                 break
@@ -239,10 +245,10 @@ class ServerConnection:
                     MAX_BACKOFF,
                 )
             try:
-                await asyncio.wait_for(self._stop.wait(), backoff)
+                await asyncio.wait_for(self._stop.wait(), restart_delay(tries))
             except TimeoutError:
                 pass
-            backoff = min(backoff * 2, MAX_BACKOFF)
+            tries += 1
             self.restarts += 1
 
     async def _until_started(self, session: asyncio.Task[None], started: asyncio.Future[None]) -> str:
