@@ -83,18 +83,20 @@ def daemon():
 
 @pytest.fixture
 def start(bot_config, daemon, workspace, tmp_path):
-    """Factory: ``start(patch=None, **signal_overrides)`` runs the bot against ``daemon``; all stop after the test.
-    ``patch(config)`` may change the config before the bot is built."""
+    """Factory: ``start(patch=None, backoff_max=None, **signal_overrides)`` runs the bot against ``daemon``; all
+    stop after the test. ``patch(config)`` may change the config before the bot is built; ``backoff_max``: the
+    longest wait before the daemon is tried again (None: the harness's 0.5 s)."""
     from tests.telegram_harness import make_runtime
 
     bots: list[RunningSignal] = []
 
-    def run(patch=None, **signal_overrides) -> RunningSignal:
+    def run(patch=None, backoff_max: float | None = None, **signal_overrides) -> RunningSignal:
         wait_for(lambda: daemon.connected == 0, what="the event stream of a stopped bot to close")
         config = signal_config(bot_config, daemon, **signal_overrides)
         if patch:
             patch(config)
-        bot = RunningSignal(make_runtime(config, workspace, tmp_path)).start()
+        service = {} if backoff_max is None else {"backoff_max": backoff_max}
+        bot = RunningSignal(make_runtime(config, workspace, tmp_path), **service).start()
         daemon.wait_connected()
         bots.append(bot)
         return bot

@@ -29,7 +29,7 @@ def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_ser
         [
             sys.executable,
             "-m",
-            "messaging_llm_bot",
+            "tests.console_quick_reminders",  # python -m messaging_llm_bot, its reminder poll at 0.1 s, not 5 s
             "--frontend",
             "console",
             "--config",

@@ -25,7 +25,10 @@ def server():
 
 
 def _service(ws: Workspace, server: FakeChatServer) -> MemoryService:
-    llm = LLMClient.from_section({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}]})
+    # No retry of a failed call: a 500 fails the extraction at once (the LLM client's 1 s backoff waited out
+    # per call is the client's own behaviour, tested in test_llm*); the journal is what is tested here.
+    runner = {"name": "fake", "base_url": server.base_url, "model": "fake-model"}
+    llm = LLMClient.from_section({"runners": [runner], "retries_per_runner": 0})
 
     def complete(messages, **kw):
         return llm.complete(messages, **kw).text

@@ -5,6 +5,9 @@ inbox for the next start."""
 from __future__ import annotations
 
 import json
+import re
+import signal
+import threading
 
 import pytest
 
@@ -12,8 +15,14 @@ from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
 from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
+from tests.waiting import wait_until
 
 OWNER = 1
+
+
+def stopping_with_one_turn(log: str) -> bool:
+    """conversation/shutdown.py's line as a SIGTERM's stop begins with one turn running."""
+    return re.search(r"SIGTERM: stopping; waiting up to \d+ s for 1 turn\(s\) in flight", log) is not None
 
 
 @pytest.fixture
@@ -35,7 +44,13 @@ def _config(tmp_path, bot_config, fake, timeout: float, model_timeout: float = 1
 
 @pytest.mark.timeout(60)
 def test_sigterm_lets_the_turn_in_flight_finish_and_exits_0(tmp_path, bot_config, fake, chat_server):
-    chat_server.enqueue({"content": json.dumps({"reply": "finished after the signal"}), "delay": 1.0})
+    release = threading.Event()
+
+    def slow(request: dict) -> str:  # the model answers once the bot is stopping: the turn is in flight
+        release.wait(30)
+        return json.dumps({"reply": "finished after the signal"})
+
+    chat_server.set_handler(slow)
     config = _config(tmp_path, bot_config, fake, timeout=20)
     with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
         bot.start().wait_ready()
@@ -43,7 +58,13 @@ def test_sigterm_lets_the_turn_in_flight_finish_and_exits_0(tmp_path, bot_config
         assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
         fake.send_message("arrives while stopping", user_id=OWNER)  # queued behind the turn: left for later
         fake.wait_for(lambda: len(fake.calls("getUpdates")) >= 3)
-        assert bot.terminate(timeout=30) == 0, bot.run_log()[-3000:]
+        assert bot.proc is not None
+        bot.proc.send_signal(signal.SIGTERM)
+        try:  # the stop has begun with the turn running (conversation/shutdown.py's line), then it may finish
+            wait_until(lambda: stopping_with_one_turn(bot.run_log()), 15, "the stop's line with the turn")
+        finally:
+            release.set()
+        assert bot.wait(timeout=30) == 0, bot.run_log()[-3000:]
         log = bot.run_log()
     assert sent_texts(fake, OWNER) == ["finished after the signal"]
     pending = Inbox(Workspace(tmp_path / "ws")).pending()
@@ -63,7 +84,8 @@ def test_turn_longer_than_the_bound_stays_in_the_inbox_and_is_answered_next_star
     tmp_path, bot_config, fake, chat_server
 ):
     chat_server.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 20})
-    config = _config(tmp_path, bot_config, fake, timeout=1, model_timeout=30)
+    # The bound is what is waited out: small, as nothing races it (the answer comes 20 s later).
+    config = _config(tmp_path, bot_config, fake, timeout=0.3, model_timeout=30)
     with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
         bot.start().wait_ready()
         fake.send_message("very slow question", user_id=OWNER)
@@ -71,6 +93,7 @@ def test_turn_longer_than_the_bound_stays_in_the_inbox_and_is_answered_next_star
         assert bot.terminate(timeout=15) == 0, bot.run_log()[-3000:]
         log = bot.run_log()
     assert "did not finish" in log and "inbox" in log
+    assert stopping_with_one_turn(log)  # the turn was in flight when the stop began
     assert sent_texts(fake, OWNER) == []
     assert [Inbox_text(i) for i in Inbox(Workspace(tmp_path / "ws")).pending()] == ["very slow question"]
     chat_server.reset()
@@ -92,11 +115,18 @@ def Inbox_text(item) -> str:  # noqa: N802 - reads like the inbox field it extra
 def test_sigterm_while_the_bot_is_still_starting_stops_it(tmp_path, bot_config, fake, chat_server):
     """A SIGTERM after post_init (``Serving @...`` logged) but before the application ran was lost: PTB's
     stop_running() only set a marker it had already checked, and the bot never stopped. The Bot API is
-    made slow at that step (deleteWebhook, which start_polling calls) so the signal lands in it."""
+    held at that step (deleteWebhook, which start_polling calls) until the signal has landed in it."""
     config = _config(tmp_path, bot_config, fake, timeout=5)
-    fake.delay_next("deleteWebhook", 1.5)
+    held = fake.hold_next("deleteWebhook")
     with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
-        bot.start().wait_ready()
-        assert not fake.calls("deleteWebhook")  # the signal lands while the start waits for it
-        assert bot.terminate(timeout=20) == 0, bot.run_log()[-3000:]
+        try:
+            bot.start().wait_ready()
+            fake.wait_for(lambda: fake.arrived("deleteWebhook"), timeout=30)
+            assert not fake.calls("deleteWebhook")  # the signal lands while the start waits for it
+            assert bot.proc is not None
+            bot.proc.send_signal(signal.SIGTERM)
+            wait_until(lambda: "SIGTERM: stopping" in bot.run_log(), 15, "the stop's line")
+        finally:
+            held.set()  # the start goes on, into a stop
+        assert bot.wait(timeout=20) == 0, bot.run_log()[-3000:]
         assert "Traceback" not in bot.run_log()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import threading
 
 import pytest
 
@@ -153,15 +155,39 @@ def test_files_are_saved_into_the_workspace_as_untrusted(
     assert daemon.rpc[[r["method"] for r in daemon.rpc].index("getAttachment")]["params"]["recipient"] == OWNER
 
 
+def test_the_reconnect_wait_doubles_up_to_its_bound_the_first_one_too() -> None:
+    from messaging_llm_bot.conversation.outage import BACKOFF_START_SECONDS, Backoff
+
+    backoff = Backoff(30.0)
+    assert [backoff.next() for _ in range(8)] == [BACKOFF_START_SECONDS * 2**n for n in range(6)] + [30.0, 30.0]
+    backoff.reset()
+    assert backoff.next() == BACKOFF_START_SECONDS
+    short = Backoff(0.1)  # a bound under the first wait (the tests' daemons): no wait is longer
+    assert [short.next() for _ in range(3)] == [0.1, 0.1, 0.1]
+    short.reset()
+    assert short.next() == 0.1
+
+
 def test_daemon_restart_mid_conversation(start, daemon, chat_server, caplog):
     caplog.set_level(logging.INFO, logger="messaging_llm_bot.channels.signal")
-    chat_server.enqueue('{"reply": "one"}', {"content": '{"reply": "two"}', "delay": 1.0}, '{"reply": "three"}')
-    bot = start()
+    gone = threading.Event()
+
+    def answer(request: dict) -> str:  # the second reply is made once the daemon is gone
+        content = request["messages"][-1]["content"]
+        if content.startswith("second"):
+            gone.wait(30)
+            return '{"reply": "two"}'
+        return '{"reply": "one"}' if content.startswith("first") else '{"reply": "three"}'
+
+    chat_server.set_handler(answer)
+    bot = start(backoff_max=0.1)
+    bot.service.turns.RETRY_FIRST_SECONDS = 0.1  # the reply's next try once the daemon is back: soon
     daemon.message(OWNER, "first")
     daemon.wait_sent(1)
     daemon.message(OWNER, "second")  # its reply is ready while the daemon is gone
     wait_for(lambda: len(chat_server.chat_requests) == 2, what="the second turn")
     daemon.stop()
+    gone.set()
     daemon.message(OWNER, "third")  # waits on the "server" until the bot subscribes again
     wait_for(lambda: "not reachable" in caplog.text, timeout=10, what="the outage log line")
     wait_for(lambda: bot.service.outage.failures >= 3, timeout=10, what="several reconnect attempts to fail")
@@ -178,7 +204,8 @@ def test_daemon_down_at_start_is_retried_not_fatal(bot_config, daemon, workspace
     caplog.set_level(logging.INFO, logger="messaging_llm_bot.channels.signal")
     daemon.stop()
     chat_server.enqueue('{"reply": "hello late"}')
-    bot = RunningSignal(make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)).start()
+    runtime = make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)
+    bot = RunningSignal(runtime, backoff_max=0.1).start()  # tried again every 0.1 s: the tries are what is waited
     try:
         daemon.message(OWNER, "anyone there?")
         wait_for(lambda: bot.service.outage.failures >= 2, timeout=10, what="the connection to be tried again")
@@ -203,8 +230,15 @@ def test_redelivered_message_is_answered_once(start, daemon, chat_server):
     assert len(chat_server.chat_requests) == 2
 
 
-def test_per_chat_order_with_a_slow_first_turn(start, daemon, chat_server):
-    chat_server.enqueue({"content": '{"reply": "a1"}', "delay": 0.6}, '{"reply": "a2"}')
+def test_per_chat_order_with_a_slow_first_turn(start, daemon, chat_server, workspace):
+    def answer(request: dict) -> str:  # q1's answer comes once q2 is in the inbox: it arrived during q1's turn
+        if request["messages"][-1]["content"].startswith("q1"):
+            with contextlib.suppress(AssertionError):  # not taken: the order is still asserted below
+                wait_for(lambda: len(list(workspace.root.glob("state/inbox/pending/*/*.json"))) == 2, 10, "q2")
+            return '{"reply": "a1"}'
+        return '{"reply": "a2"}'
+
+    chat_server.set_handler(answer)
     start(patch=busy_queue)  # the queue's order (steer joins q2 to q1's turn: test_busy_modes.py)
     daemon.message(OWNER, "q1")
     daemon.message(OWNER, "q2")
@@ -255,7 +289,7 @@ def test_reminder_is_delivered_on_signal_only_for_signal_chats(start, daemon, wo
     from datetime import datetime, timedelta, timezone
 
     store = ReminderStore(workspace)
-    due = datetime.now(timezone.utc) + timedelta(seconds=1)
+    due = datetime.now(timezone.utc) + timedelta(seconds=0.3)  # planned at the start, for a moment later
     mine = store.add(f"sig:{OWNER}", "water the plants", due, "Europe/Berlin")
     telegram_one = store.add(12345, "telegram's reminder", due, "Europe/Berlin")
     start()

@@ -39,11 +39,12 @@ class Outage:
 
 
 class Backoff:
-    """The wait before the next try: ``start`` seconds, doubled after each failure up to ``most``."""
+    """The wait before the next try: ``start`` seconds, doubled after each failure up to ``most`` (the first one
+    too: a ``most`` under ``start`` bounds every wait)."""
 
     def __init__(self, most: float, start: float = BACKOFF_START_SECONDS) -> None:
-        self.most, self.start = most, start
-        self.delay = start
+        self.most, self.start = most, min(start, most)
+        self.delay = self.start
 
     def next(self) -> float:
         """This wait; the next one is twice as long (at most ``most``)."""

@@ -116,7 +116,7 @@ class FakeBotAPI:
         self._files: dict[str, dict] = {}
         self._file_ids = itertools.count(1)
         self._faults: dict[str, list[dict]] = {}
-        self._delays: dict[str, list[float]] = {}
+        self._delays: dict[str, list[float | threading.Event]] = {}
         self._refused: dict[str, ApiError] = {}  # chat id -> the error every call for that chat gets
         self._conflict = False
         self._webhook_url = ""
@@ -433,6 +433,14 @@ class FakeBotAPI:
         with self._cond:
             self._delays.setdefault(method.lower(), []).extend([seconds] * times)
 
+    def hold_next(self, method: str) -> threading.Event:
+        """Answer the next call of ``method`` only once the returned event is set (at most 30 s later): a slow
+        network at that step, for as long as the test needs to act in it (``arrived`` says it is there)."""
+        release = threading.Event()
+        with self._cond:
+            self._delays.setdefault(method.lower(), []).append(release)
+        return release
+
     def refuse_chat(self, chat_id: int, status: int | None = 403, description: str | None = None) -> None:
         """Answer every later call naming ``chat_id`` with ``status`` (``None``: serve it again).
 
@@ -555,7 +563,9 @@ class FakeBotAPI:
             self._changed()
             delays = self._delays.get(method.lower())
             delay = delays.pop(0) if delays else 0.0
-        if delay:
+        if isinstance(delay, threading.Event):
+            delay.wait(30)
+        elif delay:
             time.sleep(delay)
         try:
             with self._cond:
