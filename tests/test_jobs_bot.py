@@ -45,7 +45,7 @@ class Clock:
 
 @pytest.fixture
 def job_bot(fake, bot_config, workspace, tmp_path):
-    """Factory: a bot whose job scheduler runs on a controlled clock, looking every 0.1 s."""
+    """Factory: a bot whose job scheduler runs on a controlled clock, looking every 0.03 s."""
     running: list[RunningBot] = []
     wait_for = fake.wait_for
     # A turn under a loaded CI machine (four workers beside other suites) can take more than the default 10 s.
@@ -53,7 +53,7 @@ def job_bot(fake, bot_config, workspace, tmp_path):
 
     def start(clock: Clock, jobs: dict | None = None, **overrides) -> RunningBot:
         config = telegram_config(bot_config, fake, **overrides)
-        config["jobs"] = {"poll_seconds": 0.1, **(jobs or {})}
+        config["jobs"] = {"poll_seconds": 0.03, **(jobs or {})}
         bot = RunningBot(make_runtime(config, workspace, tmp_path))
         bot.service.job_clock = clock
         running.append(bot)
@@ -300,7 +300,7 @@ def test_a_prompt_job_stops_at_80_percent_of_a_cap_while_the_owners_turns_go_on(
     # Room for the owner's turns (each call's estimate, its prompt plus max_tokens, must fit) past 80 %.
     bot_config["llm"]["runners"][0]["limits"] = {"daily_tokens": 100000}
     config = telegram_config(bot_config, fake)
-    config["jobs"] = {"poll_seconds": 0.1}
+    config["jobs"] = {"poll_seconds": 0.03}
     chat_server.enqueue({"content": '{"reply": "hello"}', "usage": {"prompt_tokens": 85000, "completion_tokens": 10}})
     bot = RunningBot(make_runtime(config, workspace, tmp_path))
     bot.service.job_clock = clock
