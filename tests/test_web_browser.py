@@ -44,6 +44,12 @@ def browser():
         yield driver
 
 
+def until(driver, timeout: float = 20) -> WebDriverWait:
+    """A wait that looks again every 50 ms: a page here loads in tens of ms, and a look that came too early slept
+    out WebDriverWait's default step of 0.5 s."""
+    return WebDriverWait(driver, timeout, poll_frequency=0.05)
+
+
 def wait_for_text(driver, css: str, text: str):
     """The element once it shows ``text``: a click that submits a form returns before the next page is there."""
 
@@ -57,7 +63,7 @@ def wait_for_text(driver, css: str, text: str):
                 raise
         return False
 
-    return WebDriverWait(driver, 20).until(found, f"no {css} showing {text!r}")
+    return until(driver).until(found, f"no {css} showing {text!r}")
 
 
 def console_errors(driver) -> list[str]:
@@ -86,7 +92,7 @@ def test_1_sign_in(browser, site):
     screenshot(browser, "login")
     sign_in(browser, site)
     # The click returns before the redirect has loaded (seen on a loaded machine): wait for it.
-    WebDriverWait(browser, 20).until(lambda d: d.current_url == f"{site.base}/memory")
+    until(browser).until(lambda d: d.current_url == f"{site.base}/memory")
     assert wait_for_text(browser, "h1", "Memory").text == "Memory"
     cookies = {c["name"]: c for c in browser.get_cookies()}
     assert cookies["assistant_web"]["httpOnly"] and cookies["assistant_web"]["sameSite"] == "Strict"
@@ -95,7 +101,7 @@ def test_1_sign_in(browser, site):
 
 def test_2_search_memory_and_open_a_hit(browser, site):
     # Under load the memory page may still be loading after the sign-in redirect.
-    box = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.NAME, "q"))
+    box = until(browser).until(lambda d: d.find_element(By.NAME, "q"))
     box.clear()
     box.send_keys("bicycle")
     browser.find_element(By.CSS_SELECTOR, "form.search button").click()
@@ -115,7 +121,7 @@ def test_2_search_memory_and_open_a_hit(browser, site):
 def test_3_edit_a_note_and_see_the_file_change(browser, site):
     browser.get(f"{site.base}/file?path=notes/shopping.md")
     browser.find_element(By.LINK_TEXT, "Edit").click()
-    area = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.NAME, "content"))
+    area = until(browser).until(lambda d: d.find_element(By.NAME, "content"))
     area.clear()
     area.send_keys("# Shopping\n\nBuy pistachio ice cream.")
     screenshot(browser, "edit")
@@ -259,7 +265,7 @@ def test_7_a_form_from_another_port_with_a_planted_cookie_changes_nothing(browse
     """The owner, signed in, opens a page on another port of 127.0.0.1: it sets ``_xsrf`` (cookies ignore
     ports) and submits a form to the page (same-site, so the session cookie goes along)."""
     browser.get(f"{site.base}/memory?token={WEB_TOKEN}")
-    WebDriverWait(browser, 20).until(lambda d: d.current_url == f"{site.base}/memory")
+    until(browser).until(lambda d: d.current_url == f"{site.base}/memory")
     browser.delete_cookie("_xsrf")  # as after a browser restart: the session cookie lasts, this one does not
     planted = "planted-by-another-port-0123456789"
     for name, action, fields in [
@@ -275,7 +281,7 @@ def test_7_a_form_from_another_port_with_a_planted_cookie_changes_nothing(browse
             content_type="text/html",
         )
         browser.get(other_site.url(f"/{name}"))
-        WebDriverWait(browser, 20).until(lambda d: d.current_url.startswith(site.base))
+        until(browser).until(lambda d: d.current_url.startswith(site.base))
         assert "403" in wait_for_text(browser, "h1", "403").text
     assert not site.workspace.exists("notes/pwned-by-another-port.md")
     assert "PWNED" not in site.workspace.read_text("facts/facts.json")
@@ -288,10 +294,10 @@ def test_8_another_site_making_the_browser_send_wrong_tokens_does_not_lock_the_o
     images = "".join(f'<img src="{site.base}/memory?token=wrong-{n:03d}-xxxxxxxxxx" alt="">' for n in range(40))
     other_site.add("/images", f"<p>cat pictures</p>{images}", content_type="text/html")
     browser.get(other_site.url("/images"))
-    WebDriverWait(browser, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    until(browser).until(lambda d: d.execute_script("return document.readyState") == "complete")
     browser.get(f"{site.base}/memory")
     browser.delete_all_cookies()  # signed out: the owner opens the sign-in link again
     browser.get(f"{site.base}/memory?token={WEB_TOKEN}")
-    WebDriverWait(browser, 20).until(lambda d: d.current_url == f"{site.base}/memory")
+    until(browser).until(lambda d: d.current_url == f"{site.base}/memory")
     assert wait_for_text(browser, "h1", "Memory").text == "Memory"
     console_errors(browser)

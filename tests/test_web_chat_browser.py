@@ -220,6 +220,17 @@ def test_a_message_over_the_bound_or_without_an_id_is_refused(bot, request: pyte
 
 # -- the browser ----------------------------------------------------------------------
 
+#: The browser steps this process ran to their end. Each step builds on the ones before it (the open page, its
+#: history, the note test_2 saves): a step whose predecessor did not run here (the step run alone, or xdist
+#: handing the module's tests to several workers) runs that one first, with the same bot and browser.
+STEPS_RUN: set[str] = set()
+
+
+def after(step, bot, browser) -> None:
+    """Run the earlier browser ``step`` first unless this process ran it."""
+    if step.__name__ not in STEPS_RUN:
+        step(bot, browser)
+
 
 def test_1_a_message_gets_its_answer_streamed_in(bot, browser) -> None:
     browser.get(f"{bot.base}/chat?token={TOKEN}")
@@ -246,9 +257,11 @@ def test_1_a_message_gets_its_answer_streamed_in(bot, browser) -> None:
     # A phone's width: nothing wider than the screen.
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
     assert severe(browser) == []
+    STEPS_RUN.add("test_1_a_message_gets_its_answer_streamed_in")
 
 
 def test_2_an_ask_call_is_approved_with_a_button(bot, browser) -> None:
+    after(test_1_a_message_gets_its_answer_streamed_in, bot, browser)
     send(browser, "save a note please")
     question = until(
         browser, lambda d: [e for e in d.find_elements(By.CSS_SELECTOR, "#messages li.ask")], "the question"
@@ -260,9 +273,11 @@ def test_2_an_ask_call_is_approved_with_a_button(bot, browser) -> None:
     until(browser, lambda d: any("after the call" in t for t in texts(d, "#messages li.assistant")), "the reply")
     assert not browser.find_elements(By.CSS_SELECTOR, "#messages li.ask"), "the answered question is gone"
     wait_until(note.exists, what="the note the approved call saved")
+    STEPS_RUN.add("test_2_an_ask_call_is_approved_with_a_button")
 
 
 def test_3_a_reload_shows_the_history(bot, browser) -> None:
+    after(test_2_an_ask_call_is_approved_with_a_button, bot, browser)
     browser.refresh()
     until(
         browser,
@@ -287,6 +302,7 @@ def test_3_a_reload_shows_the_history(bot, browser) -> None:
 def test_3b_a_picture_in_and_a_file_out(bot, browser, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     from PIL import Image
 
+    after(test_2_an_ask_call_is_approved_with_a_button, bot, browser)  # the page open, the note saved
     picture = tmp_path / "garden.png"
     Image.new("RGB", (40, 30), (20, 160, 60)).save(picture)
     browser.find_element(By.ID, "text").send_keys("what is this picture")
