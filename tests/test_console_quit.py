@@ -29,11 +29,14 @@ def _console(config: Path, ws: Path) -> Terminal:
     return Terminal([*argv, "--workspace", str(ws)])
 
 
-@pytest.mark.parametrize("leave", ["/quit\r", "\x04"], ids=["quit", "ctrl-d"])
+# /quit with the shipped shutdown bound (20 s: leaving waits CONSOLE_EXIT_SECONDS, 1 s); Ctrl-D with a bound of
+# 0.3 s, the smaller of the two, so the extraction held past it is waited 0.3 s (the same leaving, a shorter wait).
+@pytest.mark.parametrize("leave, bound", [("/quit\r", None), ("\x04", 0.3)], ids=["quit", "ctrl-d"])
 def test_quit_during_an_extraction_returns_at_once_and_the_next_start_extracts_it(
-    tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path, leave: str
+    tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path, leave: str, bound: float | None
 ) -> None:
-    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    runtime = {} if bound is None else {"shutdown_timeout_seconds": bound}
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir, **runtime)
     (config / "memory.json").write_text(json.dumps({"enabled": True, "extract_idle_seconds": 0}))
     ws = Workspace(tmp_path / "ws")
     extracting, release = threading.Event(), threading.Event()

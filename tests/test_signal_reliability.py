@@ -78,8 +78,8 @@ def test_a_seen_log_with_bad_bytes_keeps_its_readable_ids(start, daemon, chat_se
 def test_a_turn_longer_than_the_bound_stays_in_the_inbox_and_is_answered_next_start(
     start, daemon, chat_server, workspace
 ):
-    def bound(config):
-        config["runtime"]["shutdown_timeout_seconds"] = 1
+    def bound(config):  # the bound is what is waited out: small, as nothing races it (the answer comes 20 s later)
+        config["runtime"]["shutdown_timeout_seconds"] = 0.3
         config["llm"]["runners"][0]["timeout_seconds"] = 30
 
     chat_server.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 20})
