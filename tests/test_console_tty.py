@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.workspace import Workspace
 from tests.console_harness import Terminal, write_config
+from tests.waiting import wait_until
 
 pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
 
@@ -88,7 +88,6 @@ def test_console_reminders_deliver_only_this_chats_due_reminders(bot_config, wor
     import io
 
     from messaging_llm_bot.channels.console.extras import Screen
-    from tests.waiting import wait_until
 
     store = ReminderStore(workspace)
     now = datetime.now(timezone.utc)
@@ -112,7 +111,6 @@ def _reminders(runtime):
     """The process's reminder scheduler, once made: the router makes it on its own thread after the first channel
     joined, so it may not be there yet when the chat's start returns."""
     from messaging_llm_bot.conversation.job_router import job_router
-    from tests.waiting import wait_until
 
     wait_until(lambda: job_router(runtime).reminders is not None, what="the reminder scheduler")
     return job_router(runtime).reminders
@@ -130,7 +128,6 @@ def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
     from messaging_llm_bot.channels.console.extras import Screen
     from messaging_llm_bot.conversation import reminders as channel_reminders
     from messaging_llm_bot.conversation.job_router import job_router
-    from tests.waiting import wait_until
 
     assert console_service.REMINDER_POLL_SECONDS <= 5 < channel_reminders.POLL_SECONDS  # the other channels' 30 s
     runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, Screen(io.StringIO(), lambda: ""), poll=None)
@@ -197,10 +194,8 @@ def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server
         term.wait_for("still here", start=mark)
         term.wait_for("you> ", start=term.output.index("still here", mark))
         assert term.output.count("still here") == 1  # streamed, then only the rest of the block
-        deadline = time.monotonic() + 10
-        while chat_server.streams_cut != 1:  # the server notices the hang-up at its next write
-            assert time.monotonic() < deadline, "the streamed answer was not cut off"
-            time.sleep(0.02)
+        # The server notices the hang-up at its next write.
+        wait_until(lambda: chat_server.streams_cut == 1, 10, "the streamed answer cut off")
         mark = len(term.output)
         term.type("one more\r")
         assert chat_server.wait_for_requests(3, timeout=30, path="/chat/completions")  # not the start's probe
@@ -253,7 +248,6 @@ def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_uns
     import io
 
     from messaging_llm_bot.channels.console.extras import Screen
-    from tests.waiting import wait_until
 
     store = ReminderStore(workspace)
     now = datetime.now(timezone.utc)
@@ -332,7 +326,6 @@ def test_a_collectors_notice_is_printed_between_the_lines_once(bot_config, works
 
     from assistant_framework.inbox import Inbox
     from messaging_llm_bot.channels.console.extras import Screen
-    from tests.waiting import wait_until
 
     out = io.StringIO()
     screen = Screen(out, lambda: "")

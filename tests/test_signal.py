@@ -397,10 +397,17 @@ def test_stop_ends_the_answer_being_written_and_declines_an_open_question(start,
 def test_stop_lets_the_turn_in_flight_finish(start, daemon, chat_server, workspace):
     """A graceful stop waits for the answer being written (runtime.shutdown_timeout_seconds); it is not
     cancelled midway, which would leave a sent reply in the inbox to be sent again at the next start."""
-    chat_server.enqueue({"content": '{"reply": "finished after the stop"}', "delay": 0.5})
-    bot = start()
+    running: list[RunningSignal] = []
+
+    def answer(request: dict) -> str:  # the answer is written once the stop has begun
+        with contextlib.suppress(AssertionError):  # not begun: the reply's fate is still asserted below
+            wait_for(lambda: running and running[0].service.stopping, 10, "the stop")
+        return '{"reply": "finished after the stop"}'
+
+    chat_server.set_handler(answer)
+    running.append(start())
     daemon.message(OWNER, "slow question")
     assert chat_server.wait_for_requests(1, timeout=10, path="/chat/completions")
-    bot.stop()
+    running[0].stop()
     assert [s["message"] for s in daemon.sent] == ["finished after the stop"]
     assert not workspace.list("state/inbox/pending/*/*")
