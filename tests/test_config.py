@@ -338,6 +338,18 @@ def test_deep_yaml_block_nesting_names_the_json_path(tmp_path: Path) -> None:
         load_config(tree)
 
 
+def test_yaml_flow_nesting_stops_the_reading_at_its_bound_and_below_it_names_the_json_path(tmp_path: Path) -> None:
+    """Past 128 open brackets the scanner stops: the '@' after 200 of them (a YAML error, had it been read) is
+    never reached. PyYAML's scanner reads about 1,000 characters ahead, each step walking every open bracket: a
+    line of 100,000 was half a second of CPU. Between 65 and 128 levels the refusal still names the path."""
+    tree = write_tree(tmp_path / "cfg", {"llm.yaml": "extra: " + "[" * 200 + "@" + "]" * 200 + "\n"})
+    with pytest.raises(ConfigError, match=r"llm\.yaml: nested more than 64 levels deep$"):
+        load_config(tree)
+    (tree / "llm.yaml").write_text("extra: " + "[" * 100 + "]" * 100 + "\n")
+    with pytest.raises(ConfigError, match=r"llm\.yaml: extra(\[0\]){63}: nested more than 64 levels deep"):
+        load_config(tree)
+
+
 def test_a_yaml_anchor_without_alias_still_loads(tmp_path: Path) -> None:
     tree = write_tree(tmp_path / "cfg", {"runtime.yaml": "timezone: &tz UTC\n"})
     assert load_config(tree)["runtime"]["timezone"] == "UTC"

@@ -4,7 +4,8 @@ A file over ``MAX_FILE_BYTES`` is refused before it is read. YAML aliases (``*na
 refused: nested aliases ("billion laughs") expand to gigabytes as soon as anything walks the
 data, and a config has no need for them. Nesting deeper than ``MAX_DEPTH``
 is refused too, before parsing for JSON (Python's parser would end in a ``RecursionError``) and
-after parsing for YAML. Pure functions; ``config.py`` turns the findings into ``ConfigError``.
+after parsing for YAML (or past ``MAX_FLOW_DEPTH`` open brackets while scanning, before reading on).
+Pure functions; ``config.py`` turns the findings into ``ConfigError``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,21 @@ MAX_DEPTH = 64
 MAX_FILE_BYTES = 10 * 2**20
 
 
+#: Open flow brackets (``[`` or ``{``) the YAML scanner takes before it stops reading (``NestedTooDeep``). A file
+#: nested deeper than ``MAX_DEPTH`` within this bound is refused after parsing, naming the path of its deepest value.
+#: Unbounded, PyYAML's scanner keeps one possible simple key per open bracket and walks them all at each token
+#: while it reads about 1,000 characters ahead: a line of "[" cost half a second of CPU before Python's recursion
+#: limit stopped the composer.
+MAX_FLOW_DEPTH = 2 * MAX_DEPTH
+
+
+class NestedTooDeep(yaml.YAMLError):
+    """A YAML document with more than ``MAX_FLOW_DEPTH`` flow collections open at once, found while scanning."""
+
+
 class NoAliasLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that stops at the first alias with an error pointing at it."""
+    """``yaml.SafeLoader`` that stops at the first alias with an error pointing at it, and at a flow collection
+    opened inside ``MAX_FLOW_DEPTH`` others with ``NestedTooDeep``."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102 - PyYAML hook
         if self.check_event(yaml.events.AliasEvent):
@@ -32,6 +46,11 @@ class NoAliasLoader(yaml.SafeLoader):
                 event.start_mark,
             )
         return super().compose_node(parent, index)
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803, D102 - PyYAML hook
+        if self.flow_level >= MAX_FLOW_DEPTH:
+            raise NestedTooDeep(f"more than {MAX_FLOW_DEPTH} flow collections nested")
+        super().fetch_flow_collection_start(TokenClass)
 
 
 def json_too_deep(text: str, limit: int = MAX_DEPTH) -> tuple[int, int] | None:

@@ -16,7 +16,14 @@ from typing import Any, NoReturn, TypedDict
 import yaml
 
 from assistant_framework.config.errors import ConfigData, ConfigError, JsonPath, _display, format_json_path
-from assistant_framework.config.limits import MAX_DEPTH, MAX_FILE_BYTES, NoAliasLoader, json_too_deep, too_deep
+from assistant_framework.config.limits import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    NestedTooDeep,
+    NoAliasLoader,
+    json_too_deep,
+    too_deep,
+)
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -115,12 +122,12 @@ def _parse_file(path: Path) -> Any:
     else:
         try:
             value = yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - a SafeLoader that also refuses aliases
+        except (NestedTooDeep, RecursionError):
+            raise ConfigError(f"{_display(path)}: nested more than {MAX_DEPTH} levels deep") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
             raise ConfigError(f"{_display(path)}: {where}invalid YAML: {getattr(exc, 'problem', exc)}") from None
-        except RecursionError:
-            raise ConfigError(f"{_display(path)}: nested more than {MAX_DEPTH} levels deep") from None
         value = {} if value is None else value
         found = _not_json(value)
         if found is not None:
