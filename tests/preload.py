@@ -30,7 +30,7 @@ project imports at first use (``LAZY_IMPORTS``), the TLS contexts are the zygote
 children of one zygote share its hash seed, and ``sys.flags``/``sys.orig_argv`` are the zygote's.
 
 A process the code under test starts itself from a command line (an MCP server in its config) goes through
-``command_line``: a bare launcher (``python -S tests/preload.py launch ...``, the standard library only)
+``command_line``: a bare launcher (``python -S tests/launch.py ...``, a few standard modules only)
 hands its own 0/1/2 and environment to the zygote, which forks the server in a session of its own; the
 launcher passes the signals it gets on to it and ends as it ended, and if the launcher is killed the
 zygote kills the server's process group.
@@ -59,7 +59,6 @@ import os
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -69,6 +68,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.launch import HEADER as _HEADER
+from tests.launch import ask, launch
+
 REPO = Path(__file__).resolve().parents[1]
 #: ``0`` turns the preloader off: every start is a real ``subprocess.Popen``.
 SWITCH = "ASSISTANT_TEST_PRELOAD"
@@ -77,7 +79,6 @@ SWITCH = "ASSISTANT_TEST_PRELOAD"
 APPLIED_PYTHON_VARIABLES = frozenset({"PYTHONUNBUFFERED", "PYTHONPATH", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE"})
 #: Seconds the zygote may take to import everything and listen (a loaded machine: load 20 on 2 cores).
 START_TIMEOUT = 120.0
-_HEADER = struct.Struct("!I")
 
 
 def enabled() -> bool:
@@ -355,86 +356,24 @@ def _ask(path: str, request: dict[str, Any], fds: list[int]) -> tuple[socket.soc
     """One start asked of the zygote at ``path``: the connection the exit status will come on, the pid, and
     what came after the pid's line (the status already, if the child ended at once); None if the zygote
     cannot make it (a ``PYTHON*`` variable it cannot apply); OSError as Popen's."""
-    body = json.dumps(request).encode()
-    channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        channel.connect(path)
-        socket.send_fds(channel, [_HEADER.pack(len(body)) + body], fds)
-        received = b""
-        while b"\n" not in received:
-            data = channel.recv(256)
-            if not data:
-                raise ConnectionError(f"the tests' zygote closed the start of {request['module']}")
-            received += data
-        answer, _, after = received.partition(b"\n")
-        kind, _, rest = answer.decode().strip().partition(" ")
-        if kind == "pid":
-            return channel, int(rest), after
-    except BaseException:
-        channel.close()
-        raise
-    channel.close()
-    if kind == "error":
-        number, _, message = rest.partition(" ")
-        raise OSError(int(number), message, request["cwd"])
-    return None
+    return ask(path, request, fds)  # the launcher's own (tests/launch.py)
 
 
 def command_line(argv: list[str]) -> list[str]:
     """A command line for a process the code under test starts itself (an MCP server, from its config):
     ``[sys.executable, "-m", MODULE, ...]`` becomes a launcher that has this worker's zygote fork the
     module, and stands for it: its 0/1/2 are the child's, signals sent to it are passed on, and it exits
-    as the child did. The launcher is a bare interpreter (``-S``: no site-packages, the standard library
-    only), a tenth of a start with the project's imports. Another command, or the preloader off: as is."""
+    as the child did. The launcher is a bare interpreter (``-S``: no site-packages) running tests/launch.py,
+    which imports a few standard modules only. Another command, or the preloader off: as is."""
     if not preloadable(argv, {}):
         return argv
-    return [sys.executable, "-S", str(Path(__file__).resolve()), "launch", _zygote().path, *argv[2:]]
+    return [sys.executable, "-S", str(Path(__file__).resolve().with_name("launch.py")), _zygote().path, *argv[2:]]
 
 
 def server_entry(argv: list[str]) -> dict[str, Any]:
     """An ``mcp.servers`` entry's ``command`` and ``args`` for ``argv``, through ``command_line``."""
     executable, *args = command_line(argv)
     return {"command": executable, "args": args}
-
-
-def launch(path: str, module: str, args: list[str]) -> None:
-    """The launcher (``command_line``): the zygote forks ``module`` in a session of its own on this
-    process's standard files and environment; this process passes signals on and ends as it did."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    request = {
-        "module": module,
-        "args": args,
-        "env": dict(os.environ),
-        "cwd": os.getcwd(),
-        "umask": umask,
-        "setsid": True,
-        "controlling_terminal": False,
-        "sigint": False,
-    }
-    started = _ask(path, request, [0, 1, 2])
-    if started is None:  # what the zygote cannot make: a real start in this process
-        os.execv(sys.executable, [sys.executable, "-m", module, *args])
-    channel, pid, answer = started
-
-    def forward(signum: int, _frame: object) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(signum, forward)
-    while not answer.endswith(b"\n"):
-        data = channel.recv(64)
-        if not data:
-            answer = b"%d\n" % signal.SIGKILL  # the zygote is gone: it killed its children on the way out
-            break
-        answer += data
-    code = os.waitstatus_to_exitcode(int(answer))
-    if code < 0:  # ended by a signal: so does the launcher (SIGKILL's disposition cannot be set, nor need be)
-        with contextlib.suppress(OSError):
-            signal.signal(-code, signal.SIG_DFL)
-        os.kill(os.getpid(), -code)
-    sys.exit(code)
 
 
 def _read_line(fd: int, timeout: float) -> bytes:
