@@ -57,7 +57,7 @@ def test_sigterm_lets_the_turn_in_flight_finish_and_exits_0(tmp_path, bot_config
         fake.send_message("slow question", user_id=OWNER)
         assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
         fake.send_message("arrives while stopping", user_id=OWNER)  # queued behind the turn: left for later
-        fake.wait_for(lambda: len(fake.calls("getUpdates")) >= 3)
+        fake.wait_for(lambda: fake.polls_started() >= 3)  # the next poll asked for: both taken into the inbox
         assert bot.proc is not None
         bot.proc.send_signal(signal.SIGTERM)
         try:  # the stop has begun with the turn running (conversation/shutdown.py's line), then it may finish
