@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -311,23 +313,37 @@ def test_markup_parsers_accept_valid_and_reject_broken_markup() -> None:
         parse_text("*legacy", "Markdown")
 
 
-def test_long_poll_returns_an_update_pushed_while_waiting(fake: FakeBotAPI) -> None:
-    import threading
-
-    fake.long_poll_cap = 30  # only the push can end this poll within the client's 10 s timeout
+def _waiting_poll(fake: FakeBotAPI) -> tuple[threading.Thread, list[list[dict]]]:
+    """A ``getUpdates`` with a 30 s timeout in a thread, waiting once this returns; its answer goes in the list."""
+    fake.long_poll_cap = 30  # only a push can end this poll within the client's 10 s timeout
     url = f"{fake.base_url}{fake.token}/getUpdates"
-    got: list = []
+    got: list[list[dict]] = []
     poll = threading.Thread(
-        target=lambda: got.extend(
+        target=lambda: got.append(
             requests.post(url, data={"offset": "0", "timeout": "30"}, timeout=10).json()["result"]
         )
     )
     poll.start()
     fake.wait_for(lambda: fake.waiting_polls() == 1)  # the poll is waiting: nothing queued yet
+    return poll, got
+
+
+def test_long_poll_returns_an_update_pushed_while_waiting(fake: FakeBotAPI) -> None:
+    poll, got = _waiting_poll(fake)
     fake.send_message("late")
     poll.join(15)
-    assert [u["message"]["text"] for u in got] == ["late"]
+    assert [[u["message"]["text"] for u in answer] for answer in got] == [["late"]]
     assert fake.calls("getUpdates")[0]["params"]["timeout"] == 30
+
+
+def test_updates_pushed_together_reach_a_waiting_poll_in_one_answer(fake: FakeBotAPI) -> None:
+    poll, got = _waiting_poll(fake)
+    with fake.together():
+        for text in ("one", "two", "three"):
+            fake.send_message(text)
+            time.sleep(0.05)  # the poll woken by the first push answers only after the block
+    poll.join(15)
+    assert [[u["message"]["text"] for u in answer] for answer in got] == [["one", "two", "three"]]
 
 
 def test_wait_for_times_out_with_a_clear_error(fake: FakeBotAPI) -> None:

@@ -7,7 +7,12 @@ from tests.telegram_harness import OWNER, all_bot_texts, texts
 CALL = '{"skill": "add", "args": {"a": 2, "b": 3}}'
 
 
-def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot, chat_server):
+def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot, chat_server, monkeypatch):
+    from messaging_llm_bot.conversation import progress as progress_mod
+
+    # "typing…" after 20 ms instead of the product's 0.3 s (a quick turn's saved call): the model below waits
+    # for it, and a grace it only waits out is no part of this test (test_a_turn_done_within_the_grace_...).
+    monkeypatch.setattr(progress_mod, "TYPING_GRACE_SECONDS", 0.02)
     start_bot(stream=False)
     # A slow model: each answer comes only once the chat shows what it shows by then (typing while the model
     # thinks, then the skill's status line), waited for instead of a fixed delay.
@@ -33,12 +38,22 @@ def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot,
     assert not any('"skill"' in t for t in all_bot_texts(fake))
 
 
-def test_streamed_answer_arrives_by_edits_and_never_shows_a_call(fake, start_bot, chat_server):
+def _quick_first_message(monkeypatch) -> None:
+    """The first live message 50 ms into a turn instead of 0.3 s (conversation/progress.py: a quick turn needs
+    none; test_a_turn_done_within_the_grace_needs_no_live_message): a stream of a few tenths is then shown live."""
+    from messaging_llm_bot.conversation import progress as progress_mod
+
+    monkeypatch.setattr(progress_mod, "FIRST_MESSAGE_GRACE_SECONDS", 0.05)
+
+
+def test_streamed_answer_arrives_by_edits_and_never_shows_a_call(fake, start_bot, chat_server, monkeypatch):
     # Edits every 0.1 s against the fake (telegram.edit_interval_seconds; the default 1 s is Telegram's limit, held
     # by test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grows): the stream is held after
-    # words 4, 9 and 13 until the chat shows them, so the growing answer is shown several times, then ends.
+    # words 4, 9 and 13 until the chat shows them, so the growing answer is shown several times, then ends. The
+    # call streams for 0.175 s (7 words), over three times the wait before a live message: shown, if it were.
+    _quick_first_message(monkeypatch)
     start_bot(stream=True, edit_interval_seconds=0.1)
-    chat_server.enqueue({"content": CALL, "chunk_delay": 0.05})
+    chat_server.enqueue({"content": CALL, "chunk_delay": 0.025})
     words = [f"word{i} " for i in range(14)]
 
     def shown_so_far(index: int) -> None:  # before piece ``index``: the pieces before it are on screen
@@ -78,12 +93,13 @@ def test_model_failure_still_ends_in_a_short_message(fake, start_bot, chat_serve
     assert msgs[0]["text"] and len(msgs[0]["text"]) < 400
 
 
-def test_long_streamed_answer_becomes_part_one_of_several(fake, start_bot, chat_server):
+def test_long_streamed_answer_becomes_part_one_of_several(fake, start_bot, chat_server, monkeypatch):
+    _quick_first_message(monkeypatch)  # live from 50 ms, the answer streaming for 0.3 s
     start_bot(stream=True)
     paragraphs = [f"Paragraph {i}: " + ("lorem ipsum " * 60).strip() for i in range(12)]  # ~9,000 chars
     answer = "\n\n".join(paragraphs)
     chunks = [p + "\n\n" for p in paragraphs[:-1]] + [paragraphs[-1]]
-    chat_server.enqueue({"content": answer, "stream_chunks": chunks, "chunk_delay": 0.05})
+    chat_server.enqueue({"content": answer, "stream_chunks": chunks, "chunk_delay": 0.025})
     fake.send_message("write a lot")
     fake.wait_for(lambda: any(t.startswith("Paragraph 11") or "Paragraph 11:" in t for t in texts(fake)), timeout=20)
     parts = texts(fake)
@@ -170,7 +186,7 @@ def test_a_turn_done_within_the_grace_needs_no_live_message():
 
 
 def test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grows(monkeypatch):
-    """The platform's rate limit: a new piece every 10 ms, yet the live message is sent, then edited at most once
+    """The platform's rate limit: a new piece every 5 ms, yet the live message is sent, then edited at most once
     per ``edit_interval`` (each call's start recorded; the interval is counted from the end of the call before)."""
     import asyncio
     import time
@@ -180,7 +196,7 @@ def test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grow
     from messaging_llm_bot.conversation.progress import Progress
 
     monkeypatch.setattr(progress_mod, "FIRST_MESSAGE_GRACE_SECONDS", 0.0)  # the live message at the first piece
-    interval = 0.1
+    interval = 0.05
     starts: list[float] = []
 
     class Timed(_RecordingBot):
@@ -197,12 +213,12 @@ def test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grow
         p = Progress(TelegramLive(bot, 1), stream=True, edit_interval=interval)
         await p.start()
         text = ""
-        for i in range(50):  # 0.5 s at least of pieces 10 ms apart, ten an interval
+        for i in range(50):  # 0.25 s at least of pieces 5 ms apart, ten an interval
             text += f"w{i} "
             ev = type("Ev", (), {})()
             ev.kind, ev.data = "delta", {"text": text}
             p.on_event(ev)
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.005)
         await p.stop()
         return bot.calls
 

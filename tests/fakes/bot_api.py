@@ -15,7 +15,8 @@ Point PTB at it::
 Pushing updates (what a user does): ``send_message``, ``edit_message``, ``send_document``,
 ``send_photo``, ``send_voice``, ``callback_query``, ``push_update``. Each returns the update dict;
 ``forwarded_from=NAME`` (messages, documents, photos, voice notes) makes it a forward of NAME's message.
-``redeliver(update)`` hands an already confirmed update out once more (a lost confirmation).
+``redeliver(update)`` hands an already confirmed update out once more (a lost confirmation); the updates pushed
+in a ``with together():`` block go out in one ``getUpdates`` answer.
 
 Observing the bot: ``calls(method=None)`` lists ``{"method", "params", "status", "at"}`` in order
 (``at``: wall-clock time when the call was answered; calls that made a message also carry its ``message_id``)
@@ -39,12 +40,13 @@ PTB encodes them. A wrong token gets 401 and unknown methods 404 ``{"ok": false}
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.fakes._http import FakeServer
@@ -295,6 +297,13 @@ class FakeBotAPI:
             self._updates.append(update)
             self._cond.notify_all()
             return update
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """The updates pushed inside go out in one ``getUpdates`` answer, as Telegram often delivers an album's
+        parts: a long poll woken meanwhile answers only once the block ends (it waits for the lock held here)."""
+        with self._cond:
+            yield
 
     def redeliver(self, update: dict) -> dict:
         """Deliver an update again, as Telegram does when the confirming offset never reached it.
