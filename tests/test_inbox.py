@@ -203,7 +203,7 @@ def test_accept_many_leaves_nothing_behind_when_the_batch_fails(tmp_path, monkey
     ws = Workspace(tmp_path)
     inbox = Inbox(ws)
 
-    def disk_full(paths):
+    def disk_full(paths, missing_ok=False):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(inbox_store, "fsync_all", disk_full)
@@ -224,7 +224,7 @@ def test_accept_syncs_the_file_and_its_folder_together_before_it_counts_as_seen(
     inbox = Inbox(ws)
     synced: list[list] = []
 
-    def record(paths):
+    def record(paths, missing_ok=False):
         assert not inbox.seen("7")  # not yet logged while the fsyncs run
         synced.append(list(paths))
 
@@ -233,7 +233,7 @@ def test_accept_syncs_the_file_and_its_folder_together_before_it_counts_as_seen(
     target = ws.path(f"state/inbox/pending/{item.item_id}.json")
     assert synced == [[target, target.parent]] and inbox.seen("7")
 
-    def disk_full(paths):
+    def disk_full(paths, missing_ok=False):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(inbox_store, "fsync_all", disk_full)
@@ -243,6 +243,47 @@ def test_accept_syncs_the_file_and_its_folder_together_before_it_counts_as_seen(
         inbox.accept("8", "tg:1", {"n": 8})
     assert not inbox.seen("8") and [i.source_id for i in inbox.pending()] == ["7"]
     assert len(ws.list("state/inbox/pending/*/*.json")) == 1
+
+
+def test_unsynced_items_are_known_at_once_and_logged_as_seen_once_synced_or_completed(tmp_path, monkeypatch):
+    """``synced=False`` (Telegram's fetch: the turn starts while the disk commits): the file is written, the id
+    is known to ``seen`` and a re-delivery is a duplicate, but it is logged as seen only by ``sync_accepted`` (file
+    and folder fsynced together first) or when the item is completed before that (a restart must not answer the
+    platform's re-delivery again). A failed sync raises and leaves it to sync again."""
+    from assistant_framework.inbox import store as inbox_store
+
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    synced: list[list] = []
+    monkeypatch.setattr(inbox_store, "fsync_all", lambda paths, missing_ok=False: synced.append(list(paths)))
+
+    def logged() -> str:
+        return ws.read_text("state/inbox/seen.log") if ws.exists("state/inbox/seen.log") else ""
+
+    one, two = inbox.accept_many([("1", "tg:1", {"n": 1}, "f1"), ("2", "tg:1", {"n": 2}, "f2")], synced=False)
+    assert synced == [] and inbox.unsynced and inbox.seen("1", "f1") and inbox.seen("2", "f2")
+    assert ws.exists(f"state/inbox/pending/{one.item_id}.json") and "1" not in logged().split()
+    assert inbox.accept("1", "tg:1", {"n": 1}, "f1", synced=False) is None  # delivered again meanwhile
+    assert inbox.accept_many([("2", "tg:1", {"n": 2}, "f2")]) == [None]
+    inbox.complete(one.item_id)  # answered before its sync
+    assert "1" in logged().split() and "2" not in logged().split()
+
+    def failing(paths, missing_ok=False):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(inbox_store, "fsync_all", failing)
+    import pytest
+
+    with pytest.raises(OSError):
+        inbox.sync_accepted()
+    assert inbox.unsynced and "2" not in logged().split()
+    monkeypatch.setattr(inbox_store, "fsync_all", lambda paths, missing_ok=False: synced.append(list(paths)))
+    assert inbox.sync_accepted() is True and not inbox.unsynced
+    target = ws.path(f"state/inbox/pending/{two.item_id}.json")
+    assert synced == [[target, target.parent]] and "2" in logged().split()
+    assert inbox.sync_accepted() is False  # nothing left to sync
+    assert [i.source_id for i in inbox.pending()] == ["2"]
+    assert Inbox(ws).seen("1", "f1")  # a restart knows the one completed: its re-delivery is not answered again
 
 
 def test_batch_accept_knows_fingerprints_and_live_goes_to_the_ledger(tmp_path):

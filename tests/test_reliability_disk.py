@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,46 @@ def inbox_empty(workspace: Workspace) -> bool:
 def asked(chat_server) -> list[str]:
     """The user messages the model was asked to answer, in order."""
     return [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]
+
+
+def test_a_fetched_message_is_answered_while_its_sync_fails_and_confirmed_only_once_synced(
+    fake, bot_config, tmp_path, chat_server, monkeypatch
+):
+    """A fetched message's turn starts while its file is fsynced; the getUpdates offset that confirms it waits for
+    the sync. While the sync fails (an I/O error), its turn goes on and the offset stays at it (Telegram delivers
+    it again, it is not answered twice); once the sync works, the next getUpdates confirms it, its id is logged
+    as seen, and the answer follows."""
+    monkeypatch.setattr(held, "RETRY_FIRST_SECONDS", 0.05)
+    monkeypatch.setattr(held, "RETRY_MAX_SECONDS", 0.1)
+    failures = {"left": 3}
+    asked_model, release = threading.Event(), threading.Event()
+    real_sync = Inbox.sync_accepted
+
+    def flaky_sync(self: Inbox) -> bool:
+        # Fails three times, and until the turn asked the model: its confirmation cannot come before that.
+        if self.unsynced and (failures["left"] > 0 or not asked_model.is_set()):
+            failures["left"] = max(0, failures["left"] - 1)
+            raise OSError(5, "Input/output error")
+        return real_sync(self)
+
+    def slow_echo(request: dict) -> object:
+        asked_model.set()
+        release.wait(15)
+        return echo_reply(request)
+
+    monkeypatch.setattr(Inbox, "sync_accepted", flaky_sync)
+    workspace = Workspace(tmp_path / "ws")
+    config = telegram_config(bot_config, fake, progress=False)
+    chat_server.set_handler(slow_echo)
+    with RunningBot(make_runtime(config, workspace, tmp_path)):
+        update_id = fake.send_message("hello", user_id=OWNER)["update_id"]
+        fake.wait_for(lambda: any(int(c["params"].get("offset") or 0) > update_id for c in fake.calls("getUpdates")))
+        assert not fake.messages(OWNER)  # confirmed while its turn waits for the model
+        assert str(update_id) in workspace.read_text("state/inbox/seen.log").split()
+        release.set()
+        assert fake.wait_for_messages(OWNER, 1)[0]["text"] == "re: hello"
+        fake.wait_for(lambda: inbox_empty(workspace))
+        offsets = [int(c["params"].get("offset") or 0) for c in fake.calls("getUpdates")]
+    confirming = next(i for i, offset in enumerate(offsets) if offset > update_id)
+    assert offsets[confirming - 3 : confirming] == [update_id] * 3  # held at it while the sync failed
+    assert asked(chat_server) == ["hello"]  # answered once: the deliveries meanwhile were known

@@ -3,8 +3,10 @@
 Layout under the workspace (documented in docs/telegram.md):
 
 - ``state/inbox/pending/<conversation>/<seq>.json``: one file per accepted, unanswered message,
-  written atomically and fsynced before the message is processed (the user's message survives a
-  power loss once Telegram is told it arrived). It is never rewritten.
+  written atomically and fsynced before the platform is told it arrived (``accept``: before it returns;
+  Telegram's polling: ``accept_many(synced=False)`` then ``sync_accepted`` before the next getUpdates
+  offset, its turn running meanwhile), so the user's message survives a power loss once Telegram is told
+  it arrived. It is never rewritten.
 - ``state/inbox/pending/<conversation>/<seq>.ledger``: the outbound ledger beside it: the reply
   text once produced, ``live`` (the status/stream message shown while answering) and ``parts``
   (message ids of the reply parts already delivered, by part index). One JSON line appended per change,

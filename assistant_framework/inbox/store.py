@@ -39,6 +39,9 @@ class Inbox:
         self._lock = threading.Lock()
         self._last_seq = 0
         self._items: dict[str, InboxItem] = {}
+        # Accepted with ``synced=False`` and not yet fsynced (``sync_accepted``) nor completed: their ids are not
+        # logged as seen yet (a power loss may take the file and leave the line), ``seen`` knows them meanwhile.
+        self._unsynced: dict[str, InboxItem] = {}
         for item in self._load_pending():
             self._items[item.item_id] = item
             self._last_seq = max(self._last_seq, item.seq)
@@ -50,20 +53,21 @@ class Inbox:
     # -- incoming -------------------------------------------------------------
 
     def accept(
-        self, source_id: str, conversation_id: str, payload: InboxPayload, fingerprint: str = ""
+        self, source_id: str, conversation_id: str, payload: InboxPayload, fingerprint: str = "", *, synced: bool = True
     ) -> InboxItem | None:
         """Persist a new message before it is processed; None when ``source_id`` was already accepted.
 
         With a ``fingerprint`` (what the message is), a known source id whose recorded fingerprint
         differs is a new message under a reused id (the source restarted its id sequence, e.g. another
         Telegram Bot API server): it is accepted, with a warning. A re-delivery has the same fingerprint.
+        ``synced=False``: as ``accept_many``'s.
         """
         # The batch's way with one entry: the file written (atomic rename), then it and its folder fsynced
         # together, one journal commit (fsync, rename, fsync one after the other waited for two, on the turn's
         # path before its model call); seen is recorded after that.
-        return self.accept_many([(source_id, conversation_id, payload, fingerprint)])[0]
+        return self.accept_many([(source_id, conversation_id, payload, fingerprint)], synced=synced)[0]
 
-    def accept_many(self, entries: Sequence[AcceptEntry]) -> list[InboxItem | None]:
+    def accept_many(self, entries: Sequence[AcceptEntry], *, synced: bool = True) -> list[InboxItem | None]:
         """``accept`` for a batch of ``(source_id, conversation_id, payload[, fingerprint])``, fsyncs together.
 
         Every item file is written (atomic rename), then all files and folders are fsynced at once
@@ -71,6 +75,10 @@ class Inbox:
         and only then are the ids logged as seen. The guarantee is ``accept``'s: when this returns,
         every item is on disk; a crash before that leaves no id logged, so Telegram's re-delivery is
         accepted again (an item file torn by a power loss is skipped as damaged).
+
+        ``synced=False``: the files are written (a killed process loses nothing) but neither fsynced nor their ids
+        logged: ``sync_accepted`` does both later, and the platform is told they came only after it (Telegram's
+        next getUpdates offset), so the turn runs while the disk commits. Completing one logs its id first.
         """
         results: list[InboxItem | None] = []
         with self._accepting:
@@ -79,7 +87,7 @@ class Inbox:
                 for entry in entries:
                     source_id, conversation_id, payload = str(entry[0]), entry[1], entry[2]
                     fingerprint = "".join(str(entry[3] if len(entry) > 3 else "").split())
-                    if not self._seen.is_new(source_id, fingerprint, batch=fresh):
+                    if not self._seen.is_new(source_id, fingerprint, batch=[*fresh, *self._unsynced.values()]):
                         results.append(None)
                         continue
                     item = self._new_item(source_id, conversation_id, payload, fingerprint)
@@ -87,8 +95,8 @@ class Inbox:
                     self.ws.write_text(item_rel(item.item_id), text, durable=False)
                     fresh.append(item)
                     results.append(item)
-                paths = [self.ws.path(item_rel(i.item_id)) for i in fresh]
-                fsync_all(paths + sorted({p.parent for p in paths}))
+                if synced and fresh:
+                    self._fsync(fresh)
             except BaseException:
                 for item in fresh:  # nothing of a failed batch stays: the caller retries one by one
                     with contextlib.suppress(OSError):
@@ -97,9 +105,36 @@ class Inbox:
             with self._lock:
                 for item in fresh:
                     self._items[item.item_id] = item
-                for item in fresh:  # a crash before these lines is repaired at the next start (see __init__)
-                    self._seen.record(item.source_id, item.fingerprint)
+                    if not synced:
+                        self._unsynced[item.item_id] = item
+                if synced:
+                    for item in fresh:  # a crash before these lines is repaired at the next start (see __init__)
+                        self._seen.record(item.source_id, item.fingerprint)
         return results
+
+    @property
+    def unsynced(self) -> bool:
+        """True while something ``accept_many(synced=False)`` wrote waits for ``sync_accepted``."""
+        return bool(self._unsynced)
+
+    def sync_accepted(self) -> bool:
+        """fsync what ``accept_many(synced=False)`` wrote and is still pending (files and folders together), then
+        log those ids as seen; False when there was nothing to sync. Raises OSError (they stay to sync again)."""
+        with self._accepting:
+            with self._lock:
+                waiting = list(self._unsynced.values())
+            if not waiting:
+                return False
+            self._fsync(waiting, missing_ok=True)  # completed meanwhile: gone, nothing to keep
+            with self._lock:
+                for item in waiting:
+                    if self._unsynced.pop(item.item_id, None) is not None:
+                        self._seen.record(item.source_id, item.fingerprint)
+        return True
+
+    def _fsync(self, items: list[InboxItem], missing_ok: bool = False) -> None:
+        paths = [self.ws.path(item_rel(i.item_id)) for i in items]
+        fsync_all(paths + sorted({p.parent for p in paths}), missing_ok=missing_ok)
 
     def _new_item(self, source_id: str, conversation_id: str, payload: InboxPayload, fingerprint: str) -> InboxItem:
         # Nanosecond clock keeps arrival order across restarts; max() keeps it strictly increasing.
@@ -118,8 +153,11 @@ class Inbox:
     def seen(self, source_id: str, fingerprint: str = "") -> bool:
         """True when a message with this source id was accepted before (with a ``fingerprint``: this same message,
         not another one under a reused id, which ``accept`` takes as new)."""
+        source_id, fingerprint = str(source_id), "".join(str(fingerprint).split())
         with self._lock:
-            return self._seen.known(str(source_id), "".join(str(fingerprint).split()))
+            if any(i.source_id == source_id and i.fingerprint == fingerprint for i in self._unsynced.values()):
+                return True
+            return self._seen.known(source_id, fingerprint)
 
     def pending(self, prefix: str = "") -> list[InboxItem]:
         """Unanswered items, oldest first (so per conversation they are in arrival order).
@@ -185,6 +223,9 @@ class Inbox:
         """Mark an item answered: its pending file is removed; unknown ids are ignored."""
         with self._lock:
             self._items.pop(item_id, None)
+            unsynced = self._unsynced.pop(item_id, None)
+            if unsynced is not None:  # answered before its fsync: a restart must not answer its re-delivery again
+                self._seen.record(unsynced.source_id, unsynced.fingerprint)
             self.ws.delete(item_rel(item_id))
             self.ws.delete(ledger_rel(item_id))
 

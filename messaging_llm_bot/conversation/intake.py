@@ -13,6 +13,7 @@ takes its place in the owner's queue (``start_job``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -124,29 +125,46 @@ class ChannelIntake:
         return True
 
     async def store_all(
-        self, arrivals: Sequence[Arrival], say: Callable[[Arrival], Say]
+        self, arrivals: Sequence[Arrival], say: Callable[[Arrival], Say], *, synced: bool = True
     ) -> tuple[int, list[InboxItem]]:
         """Store ``arrivals`` before the platform is told they came: (how many leading ones are stored, or were
         before; the rest, from one a stop ended while it was held, wait for the platform to deliver them again),
         the items stored now, for ``take``'s ``stored``. A burst goes in one batch (``Inbox.accept_many``: the file
         system commits its fsyncs together); one at a time after that (what the batch did not store, or all when
-        it failed), held while the inbox cannot store (``_store``; ``say``: each one's chat)."""
-        items = await asyncio.to_thread(self._store_batch, arrivals) if len(arrivals) > 1 else {}
+        it failed), held while the inbox cannot store (``_store``; ``say``: each one's chat). ``synced=False``:
+        written, not yet fsynced (``Inbox.accept_many``): the platform may be told only after ``sync_stored``."""
+        items = await asyncio.to_thread(self._store_batch, arrivals, synced) if len(arrivals) > 1 else {}
         for index, arrival in enumerate(arrivals):
             if arrival.source_id in items or self.inbox.seen(arrival.source_id, arrival.fingerprint):
                 continue
-            item = await self._store(arrival, say(arrival))
+            item = await self._store(arrival, say(arrival), synced)
             if item is False:
                 return index, list(items.values())
             if item is not None:
                 items[arrival.source_id] = item
         return len(arrivals), list(items.values())
 
-    def _store_batch(self, arrivals: Sequence[Arrival]) -> dict[str, InboxItem]:
+    async def sync_stored(self) -> bool:
+        """What ``store_all(synced=False)`` stored, made durable (``Inbox.sync_accepted``): True when all of it is.
+        False when the disk failed: logged as the inbox's outage and, with ``wait``, after its pause (unless
+        stopping); the platform is not told of those messages yet (they stay to sync at the next call)."""
+        if not self.inbox.unsynced:
+            return True
+        try:
+            await asyncio.to_thread(self.inbox.sync_accepted)
+        except OSError as err:
+            pause = self.storage.failed(err, "the messages written and not yet synced")
+            if self.wait is not None and not self.stopping():
+                await self.wait(pause)
+            return False
+        self.storage.ok()
+        return True
+
+    def _store_batch(self, arrivals: Sequence[Arrival], synced: bool = True) -> dict[str, InboxItem]:
         """The batch of ``store_all``, by source id; nothing when it failed (disk full, an odd payload)."""
         entries = [(a.source_id, a.conversation_id, a.payload, a.fingerprint) for a in arrivals]
         try:
-            stored = self.inbox.accept_many(entries)
+            stored = self.inbox.accept_many(entries, synced=synced)
         except Exception as err:  # noqa: BLE001 - one by one after it, which finds the one that fails
             level = logging.DEBUG if isinstance(err, OSError) else logging.WARNING
             log.log(level, "%s: batch write failed: %s", self.turns.channel, err)
@@ -202,13 +220,17 @@ class ChannelIntake:
             chat = self.queue_of(item.conversation_id)
             self.tasks.spawn(chat, self.turns.answer(item), owner=owner(item), exempt=True)
 
-    async def _store(self, arrival: Arrival, tell: Say) -> InboxItem | Literal[False] | None:
+    async def _store(self, arrival: Arrival, tell: Say, synced: bool = True) -> InboxItem | Literal[False] | None:
         """The message in the inbox (None: a duplicate); False when it could not be stored. While the inbox cannot
         store it, the chat is told once and, with ``wait``, it is tried again with a growing pause."""
         while True:
             try:
                 item = await asyncio.to_thread(
-                    self.inbox.accept, arrival.source_id, arrival.conversation_id, arrival.payload, arrival.fingerprint
+                    functools.partial(self.inbox.accept, synced=synced),
+                    arrival.source_id,
+                    arrival.conversation_id,
+                    arrival.payload,
+                    arrival.fingerprint,
                 )
             except OSError as err:
                 pause = self.storage.failed(err, f"the message {arrival.message_id} from {arrival.sender}")

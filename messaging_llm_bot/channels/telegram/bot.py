@@ -113,6 +113,7 @@ class TelegramService(ChannelService):
             ),
             rate_limiter=ReplyFirstRateLimiter(),
             on_updates=self.frontend.intake.fetched,
+            on_poll=self.frontend.intake.confirmable,
             on_first_poll=self._start_the_rest,
         )
         app = ApplicationBuilder().bot(bot).concurrent_updates(ChatOrderedProcessor(self.frontend)).build()

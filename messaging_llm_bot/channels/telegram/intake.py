@@ -52,6 +52,7 @@ class TelegramIntake:
         self.shared = shared  # stores, refuses beyond the bound, joins or queues (conversation/intake.py)
         self.items: dict[str, InboxItem] = {}  # update id -> its item, stored when it was fetched
         self._arrivals: dict[str, Arrival] = {}  # update id -> what was read of it then (``take`` reads it once)
+        self._unconfirmed: int | None = None  # the first update id stored and not yet synced (``confirmable``)
         # One update at a time from storing to its place in its chat's queue: Telegram's order holds per chat
         # also where an update is stored as its handlers run (webhook mode, a direct process_update).
         self.order = asyncio.Lock()
@@ -102,7 +103,8 @@ class TelegramIntake:
         """The fetched updates that may be confirmed to Telegram (``updates.InboxBot``): each model-bound one is
         in the inbox first (``ChannelIntake.store_all``: a burst in one batch; while the inbox cannot store, held
         unconfirmed and tried again after a growing pause, its chat told once). From one a stop ended while it
-        was held, none is confirmed: Telegram delivers them again."""
+        was held, none is confirmed: Telegram delivers them again. They are written, not yet fsynced: their turns
+        start while the disk commits, and the next getUpdates waits for it (``confirmable``)."""
         bound: dict[str, tuple[Update, Arrival]] = {}
         for update in updates:
             try:
@@ -111,12 +113,28 @@ class TelegramIntake:
             except Exception:  # noqa: BLE001 - one odd update must not stall polling; its handler tries again
                 log.exception("telegram: could not read update %s for the inbox", update.update_id)
         arrivals = [arrival for _, arrival in bound.values()]
-        count, items = await self.shared.store_all(arrivals, lambda arrival: self.say(bound[arrival.source_id][0]))
+        count, items = await self.shared.store_all(
+            arrivals, lambda arrival: self.say(bound[arrival.source_id][0]), synced=False
+        )
+        if items:
+            first = min(int(item.source_id) for item in items)
+            self._unconfirmed = first if self._unconfirmed is None else min(self._unconfirmed, first)
         self.items.update((item.source_id, item) for item in items)
         self._arrivals.update((item.source_id, bound[item.source_id][1]) for item in items)
         if count == len(arrivals):
             return updates
         return updates[: updates.index(bound[arrivals[count].source_id][0])]
+
+    async def confirmable(self, offset: int) -> int:
+        """The offset the next getUpdates sends (``updates.InboxBot``): ``offset`` once what the last ones stored is
+        on disk (``ChannelIntake.sync_stored``); while the disk fails, no further than the first update not synced
+        (Telegram delivers it again; the inbox knows it, and its turn is not started twice)."""
+        if self._unconfirmed is None:
+            return offset
+        if await self.shared.sync_stored():
+            self._unconfirmed = None
+            return offset
+        return min(offset, self._unconfirmed)
 
     def model_bound(self, update: Update, bot: telegram.Bot) -> bool:
         """True for an update stored when it was fetched, or one the model answers (``take`` stores it now)."""

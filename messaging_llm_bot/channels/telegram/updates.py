@@ -18,13 +18,17 @@ UNBOUNDED_UPDATES = 1 << 20
 
 class InboxBot(ExtBot):
     """ExtBot whose getUpdates persists model-bound updates before they are confirmed (next offset), and
-    returns (so confirms) only those the inbox could store (``TelegramIntake.fetched``)."""
+    returns (so confirms) only those the inbox could store (``TelegramIntake.fetched``); the offset it sends is
+    the one ``on_poll`` gives (``TelegramIntake.confirmable``: no further than what is on disk)."""
 
-    def __init__(self, *args: Any, on_updates: Any = None, on_first_poll: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, on_updates: Any = None, on_first_poll: Any = None, on_poll: Any = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         with self._unfrozen():
             self._on_updates = on_updates
             self._on_first_poll = on_first_poll
+            self._on_poll = on_poll
 
     async def get_updates(self, *args: Any, **kwargs: Any) -> tuple[Update, ...]:
         if self._on_first_poll is not None:
@@ -33,6 +37,8 @@ class InboxBot(ExtBot):
                 self._on_first_poll = None
             # Runs once this task waits for the network: the first poll goes out before the rest starts.
             asyncio.get_running_loop().call_soon(callback)
+        if self._on_poll is not None and isinstance(kwargs.get("offset"), int):
+            kwargs["offset"] = await self._on_poll(kwargs["offset"])
         updates = await super().get_updates(*args, **kwargs)
         if updates and self._on_updates is not None:
             # Only what the inbox holds is returned, so confirmed: the rest (the inbox cannot store it)
