@@ -211,16 +211,25 @@ STREAM_KILLS = 2
 STREAM_HELD_CHAT = 4
 
 
-def streamed_echo(request: dict) -> dict:
-    """``echo_reply`` streamed word by word, slowly enough that the other chats' streams run at a kill."""
-    return {"content": echo_reply(request), "chunk_delay": 0.04}
+def streamed_echo(request: dict, chunk_delay: float) -> dict:
+    """``echo_reply`` streamed word by word, ``chunk_delay`` seconds apart."""
+    return {"content": echo_reply(request), "chunk_delay": chunk_delay}
+
+
+#: Seconds between streamed words while kills are to come: slowly enough that the other chats' streams run at a
+#: kill. After the last kill the rest (the last two rounds and the replays) streams at the fast pace.
+KILL_PACE, FAST_PACE = 0.04, 0.005
 
 
 @pytest.mark.timeout(150)
 @pytest.mark.slow(reason="bot processes SIGKILLed while streaming, started again each time")
 def test_streamed_replies_are_not_duplicated_by_sigkills(tmp_path, bot_config):
     rng = random.Random(SEED + 1)
-    held = HeldAnswers(streamed_echo, [f"m{k} in chat {STREAM_HELD_CHAT}" for k in range(STREAM_KILLS)])
+    pace = {"chunk_delay": KILL_PACE}
+    held = HeldAnswers(
+        lambda request: streamed_echo(request, pace["chunk_delay"]),
+        [f"m{k} in chat {STREAM_HELD_CHAT}" for k in range(STREAM_KILLS)],
+    )
     with FakeBotAPI() as fake, FakeChatServer(latency=0.02) as model:
         model.set_handler(held)
         base = dict(
@@ -267,6 +276,7 @@ def test_streamed_replies_are_not_duplicated_by_sigkills(tmp_path, bot_config):
                     kill_at_held(bot, held, text, kills, pause)
             finally:
                 held.release_all()
+            pace["chunk_delay"] = FAST_PACE  # no kill is left
             writer.join(30)
             fake.wait_for(
                 lambda: all(len(visible_replies(fake, c, expected[c])[0]) == STREAM_PER_CHAT for c in STREAM_CHATS),
