@@ -203,7 +203,12 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
-def test_a_script_past_its_limit_is_ended_with_one_sentence(env) -> None:
+def test_a_script_past_its_limit_is_ended_with_one_sentence(env, monkeypatch) -> None:
+    from assistant_framework.agentskills import tools
+
+    # A limit of 1 s here (run_script's timeout less 2 s, read at the call), not the bot's 2 s: the script below
+    # only runs into it, and what must happen first (a Python helper starting its "server") takes milliseconds.
+    monkeypatch.setattr(tools, "LIMIT_MARGIN_SECONDS", SCRIPT_TIMEOUT - 1.0)
     # The published helper waits for a server that never listens; the "server" it starts is ended too.
     marker = "41.0%d" % os.getpid()
     args = ["--server", f"sleep {marker}", "--port", str(_free_port()), "--timeout", "60", "--", "true"]
@@ -216,8 +221,8 @@ def test_a_script_past_its_limit_is_ended_with_one_sentence(env) -> None:
     env.api.wait_for(lambda: "The helper took too long." in texts(env.api), timeout=30)
     fed = _fed_back(env)
     assert (
-        f"The script scripts/with_server.py of skill 'webapp-testing' ran past its time limit of "
-        f"{SCRIPT_TIMEOUT - 1} s and was stopped." in fed
+        "The script scripts/with_server.py of skill 'webapp-testing' ran past its time limit of 1 s and was stopped."
+        in fed
     )
     assert _processes_with(marker) == []
 

@@ -63,7 +63,8 @@ def test_reminders_pending_at_start_are_delivered_and_missed_ones_late(fake, sta
 
 def test_reminder_added_while_running_is_picked_up(fake, start_bot, workspace):
     start_bot()  # the harness polls the store every 0.1 s instead of 30 s
-    ReminderStore(workspace).add(OWNER, "new one", datetime.now(timezone.utc) + timedelta(seconds=1), "UTC")
+    # Due in 0.3 s: still ahead when the next poll (0.1 s) plans it, so it is sent at its time, not at once.
+    ReminderStore(workspace).add(OWNER, "new one", datetime.now(timezone.utc) + timedelta(seconds=0.3), "UTC")
     fake.wait_for_messages(OWNER, 1)
     assert texts(fake) == ["⏰ new one"]
 

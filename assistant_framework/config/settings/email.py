@@ -57,7 +57,7 @@ class EmailSettings:
     #: null: the first of ``allowed``.
     owner: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=ADDRESS))
     folder: str = field(default="INBOX", metadata=reads(text, min_length=1))
-    poll_seconds: float = field(default=60.0, metadata=reads(number, minimum=0.5, maximum=3600))
+    poll_seconds: float = field(default=60.0, metadata=reads(number, minimum=0.1, maximum=3600))
     trust: str = field(default="auth-results", metadata=reads(one_of(*TRUST)))
     #: The authserv-id of your provider's Authentication-Results (``mx.example.org``); empty: the topmost header.
     authserv_id: str = field(default="", metadata=reads(text))

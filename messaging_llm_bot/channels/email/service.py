@@ -58,9 +58,6 @@ class EmailService(ChannelService):
     _mailbox: Mailbox | None = None
     _looking: asyncio.Task[None] | None = None
     _down: str | None = None  # the server's failure, logged once per outage
-    #: Seconds between two looks at the folder; None: ``email.poll_seconds`` (at least 0.5 s in a config). The
-    #: tests' in-process bot looks more often (tests/email_harness.py).
-    poll_seconds: float | None = None
 
     @property
     def settings(self) -> EmailSettings:
@@ -139,7 +136,7 @@ class EmailService(ChannelService):
                 self._down = str(err)
             except OSError as err:  # the inbox or the cursor cannot be written: the mail stays on the server
                 log.warning("email: cannot store mail now (%s); trying again at the next look", err)
-            await self.sleep(self.poll_seconds or self.settings.poll_seconds)
+            await self.sleep(self.settings.poll_seconds)
 
     async def _look(self, mailbox: Mailbox, cursor: Cursor, intake: EmailIntake, turns: EmailTurns) -> None:
         position = cursor.position
