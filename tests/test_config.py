@@ -290,18 +290,45 @@ BILLION_LAUGHS = "\n".join(
 )
 
 
-def _validate_limited(tree: Path) -> subprocess.CompletedProcess:
-    """``config validate`` in a child limited to 512 MB and 30 s, so a bomb fails the test instead of the machine."""
+#: Config files whose ``config validate`` runs in the memory-limited child (``limited_validations``): key -> (file
+#: name, text); the huge file's text is written by the fixture.
+LIMITED = {
+    "billion laughs": ("telegram.yaml", BILLION_LAUGHS),
+    "deep json": ("llm.json", '{"extra": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    "deep yaml": ("llm.yaml", "extra: " + "[" * 100_000 + "]" * 100_000 + "\n"),
+    "huge": ("llm.json", ""),
+}
+
+#: The child: ``config validate`` of each tree through ``run_cli`` (``main(argv)``, its exit status and output
+#: captured, logging as in a fresh process), the runs as JSON on stdout.
+_CHILD = """
+import json, sys
+from tests.cli_inprocess import run_cli
+runs = {key: run_cli("config", "validate", "--config", tree) for key, tree in json.loads(sys.argv[1]).items()}
+print(json.dumps({key: [run.returncode, run.stdout, run.stderr] for key, run in runs.items()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def limited_validations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CliRun]:
+    """``config validate`` of a tree holding each file of ``LIMITED``, all in one child limited to 512 MB of address
+    space and 30 s, so a bomb fails the test instead of the machine (one interpreter's start for the four; the
+    exit status a shell sees is test_bad_config_exits_2_without_traceback's)."""
     import resource
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))
 
+    root = tmp_path_factory.mktemp("limited")
+    trees = {}
+    for number, (key, (name, text)) in enumerate(LIMITED.items()):
+        if key == "huge":
+            text = '{"max_tokens": 5, "x": "' + "a" * (12 * 2**20) + '"}'
+        trees[key] = str(write_tree(root / f"cfg{number}", {name: text}))
     # A real spawn, not the tests' zygote (tests/preload.py): the address-space bound is about what the CLI's
     # own start maps, and a fork of the zygote would carry every module it preloaded.
-
-    return subprocess.run(
-        [sys.executable, "-m", "messaging_llm_bot.cli", "config", "validate", "--config", str(tree)],
+    child = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(trees)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -309,23 +336,23 @@ def _validate_limited(tree: Path) -> subprocess.CompletedProcess:
         preexec_fn=limit,
         timeout=30,
     )
+    assert child.returncode == 0, f"the limited child exited {child.returncode}:\n{child.stderr[-3000:]}"
+    runs = json.loads(child.stdout)
+    return {key: CliRun(["assistant", "config", "validate"], *runs[key]) for key in LIMITED}
 
 
 @pytest.mark.parametrize(
-    "name,text,expected",
+    "key,expected",
     [
-        ("telegram.yaml", BILLION_LAUGHS, "telegram.yaml: line 2 column 8: invalid YAML: aliases (*a) are not allowed"),
-        (
-            "llm.json",
-            '{"extra": ' + "[" * 100_000 + "]" * 100_000 + "}",
-            "llm.json: line 1 column 74: nested more than 64 levels deep",
-        ),
-        ("llm.yaml", "extra: " + "[" * 100_000 + "]" * 100_000 + "\n", "llm.yaml: nested more than 64 levels deep"),
+        ("billion laughs", "telegram.yaml: line 2 column 8: invalid YAML: aliases (*a) are not allowed"),
+        ("deep json", "llm.json: line 1 column 74: nested more than 64 levels deep"),
+        ("deep yaml", "llm.yaml: nested more than 64 levels deep"),
     ],
 )
-def test_config_bombs_are_config_errors_naming_the_file(tmp_path: Path, name: str, text: str, expected: str) -> None:
-    tree = write_tree(tmp_path / "cfg", {name: text})
-    result = _validate_limited(tree)
+def test_config_bombs_are_config_errors_naming_the_file(
+    limited_validations: dict[str, CliRun], key: str, expected: str
+) -> None:
+    result = limited_validations[key]
     assert result.returncode == 2, result.stderr[-2000:]
     assert expected in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
@@ -515,9 +542,8 @@ def test_a_yaml_date_in_a_collector_section_without_schema_is_refused(tmp_path: 
     assert result.returncode == 2 and "mine.yaml: when: 2024-01-01 is a date" in result.stderr, result.stderr
 
 
-def test_a_huge_file_is_refused_at_once_naming_its_size(tmp_path: Path) -> None:
-    tree = write_tree(tmp_path / "cfg", {"llm.json": '{"max_tokens": 5, "x": "' + "a" * (12 * 2**20) + '"}'})
-    result = _validate_limited(tree)
+def test_a_huge_file_is_refused_at_once_naming_its_size(limited_validations: dict[str, CliRun]) -> None:
+    result = limited_validations["huge"]  # 12 MB of llm.json
     assert result.returncode == 2, result.stderr[-2000:]
     assert "llm.json: 12.0 MB; a config file is at most 10 MB" in result.stderr
 
