@@ -7,9 +7,9 @@ and waits for ``/_matrix/client/versions``. Under pytest-xdist the run's workers
 seconds of CPU, paid once a run instead of once a worker): the first worker that needs it starts it under a file lock in
 the folder all workers' temporary folders are made in and writes its address there, the others attach to it,
 and the controller stops it when the run ends (``pytest_sessionfinish``). Each test registers users of its own
-(``matrix`` fixture): a bot, the owner, a friend and a stranger with fresh names (the worker's id in them), so
-tests share the server but no rooms, no sync tokens, no devices. People are driven through the client-server
-API (``MatrixUser``); the bot is the code under test.
+(``matrix`` fixture): a bot, the owner, a friend and, when the test names one, a stranger, with fresh names (the
+worker's id in them), so tests share the server but no rooms, no sync tokens, no devices. People are driven
+through the client-server API (``MatrixUser``); the bot is the code under test.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import base64
 import copy
+import functools
 import hashlib
 import hmac
 import itertools
@@ -386,13 +387,23 @@ class MatrixUser:
 
 @dataclass
 class MatrixWorld:
-    """One test's people on the session's homeserver."""
+    """One test's people on the session's homeserver; the stranger is registered when the test first names them
+    (most tests never do: a registration is two requests, each test's four were a fifth of its own)."""
 
     server: Synapse
     bot: MatrixUser
     owner: MatrixUser
     friend: MatrixUser
-    stranger: MatrixUser
+
+    @classmethod
+    def registered(cls, server: Synapse) -> MatrixWorld:
+        """New people on ``server``: the bot's account, the owner and a friend (allowed)."""
+        return cls(server, server.register("bot"), server.register("owner"), server.register("friend"))
+
+    @functools.cached_property
+    def stranger(self) -> MatrixUser:
+        """Someone not allowed, registered at the first use."""
+        return self.server.register("stranger")
 
     def config(self, base: dict[str, Any], **overrides: Any) -> dict[str, Any]:
         """``base`` (the conftest bot_config) plus a matrix section for this world's bot."""
@@ -483,15 +494,9 @@ def stop_pid(pid: int, timeout: float = 15.0) -> None:
 
 @pytest.fixture
 def matrix(synapse: Synapse) -> MatrixWorld:
-    """Fresh users for one test: the bot's account, the owner, a friend (allowed) and a stranger."""
+    """Fresh users for one test: the bot's account, the owner, a friend (allowed) and, when named, a stranger."""
     assert isinstance(synapse, Synapse)  # named here: the test starts the Synapse process (tests/tiers.py)
-    return MatrixWorld(
-        synapse,
-        synapse.register("bot"),
-        synapse.register("owner"),
-        synapse.register("friend"),
-        synapse.register("stranger"),
-    )
+    return MatrixWorld.registered(synapse)
 
 
 class RunningMatrix:

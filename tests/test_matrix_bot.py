@@ -36,13 +36,7 @@ def _ready(bot: BotProcess) -> bool:
 @pytest.fixture(scope="module")
 def running(synapse: Synapse, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     folder = tmp_path_factory.mktemp("matrix-bot")
-    world = MatrixWorld(
-        synapse,
-        synapse.register("bot"),
-        synapse.register("owner"),
-        synapse.register("friend"),
-        synapse.register("stranger"),
-    )
+    world = MatrixWorld.registered(synapse)
     with FakeChatServer() as model:
         config = {
             "llm": {
