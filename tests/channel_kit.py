@@ -684,12 +684,15 @@ WORDS = [f"word{i} " for i in range(14)]
 # so word9 and then word13 can only be shown by two edits before the end, however slow the machine is. A
 # channel that does not edit never shows word9 before the end: the hold gives up after a while, and the count
 # of edits fails the test. (With the default interval the holds only wait longer.) The holds alone pace an
-# editing channel's stream. A channel that cannot edit gets the pieces UNEDITED_PACE apart: the stream lasts
-# 0.75 s, over twice the wait before a first live message (conversation/progress.py FIRST_MESSAGE_GRACE_SECONDS),
-# so one that wrongly showed the answer as it grew would send a partial message.
+# editing channel's stream. The wait before a first live message (conversation/progress.py
+# FIRST_MESSAGE_GRACE_SECONDS, 0.3 s) is FIRST_MESSAGE_GRACE here (the channels run in the test's process; one
+# that does not, Matrix's, keeps the product's). A channel that cannot edit gets the pieces UNEDITED_PACE apart:
+# the stream lasts 0.45 s, nine times that grace and as long past it as before (0.75 s past 0.3 s), so one that
+# wrongly showed the answer as it grew would send a partial message.
 EDIT_INTERVAL = 0.1
+FIRST_MESSAGE_GRACE = 0.05
 STREAMED = {"content": "".join(WORDS) + "END", "stream_chunks": [*WORDS, "END"]}
-UNEDITED_PACE = 0.05
+UNEDITED_PACE = 0.03
 #: Before the chunk of this index is sent, the platform must show the word before it.
 HOLDS = (5, 10, len(WORDS))
 
@@ -873,8 +876,11 @@ class _StreamCase:
     """A streamed reply."""
 
     def test_a_streamed_reply_grows_by_edits_where_the_channel_can_edit_else_arrives_as_one_message(
-        self, channel: str, request: pytest.FixtureRequest, chat_server
+        self, channel: str, request: pytest.FixtureRequest, chat_server, monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        from messaging_llm_bot.conversation import progress
+
+        monkeypatch.setattr(progress, "FIRST_MESSAGE_GRACE_SECONDS", FIRST_MESSAGE_GRACE)
         capabilities, _split = CHANNELS[channel]()
         watch = _Shown()
         pace = {} if capabilities.can_edit else {"chunk_delay": UNEDITED_PACE}

@@ -11,8 +11,13 @@ import json
 import socket
 from typing import Any
 
+import pytest
+
+from messaging_llm_bot.conversation.item_turns import ItemTurns
 from tests.slack_harness import OWNER, owner_texts
 from tests.waiting import wait_until
+
+RETRY_AFTER = 0.3
 
 
 def test_channels_are_in_mention_mode_and_a_mention_is_answered_in_its_thread(
@@ -57,18 +62,21 @@ def test_a_dm_thread_is_answered_in_its_thread(start_slack: Any, slack_api: Any,
 
 
 def test_a_rate_limited_reply_waits_for_retry_after_and_goes_out_once(
-    start_slack: Any, slack_api: Any, chat_server: Any
+    start_slack: Any, slack_api: Any, chat_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Retry-After 0.3 s (the product reads a fraction; Slack's own are whole seconds), and the delivery loop's
+    # own first back-off 0.05 s instead of 0.5 s: a send that ignored Retry-After would go out before it.
+    monkeypatch.setattr(ItemTurns, "RETRY_FIRST_SECONDS", 0.05)
     # No live message: under load a streamed answer's first post would take the 429 (best effort, not retried)
     # and the reply would go out at once, so the two posts counted below are the reply's, refused then sent.
     start_slack(patch=lambda config: config["slack"].update(stream=False))
     chat_server.enqueue('{"reply": "after the limit"}')
-    slack_api.ratelimit("chat.postMessage", times=1, retry_after=1)
+    slack_api.ratelimit("chat.postMessage", times=1, retry_after=RETRY_AFTER)
     assert slack_api.deliver(slack_api.dm(OWNER, "hello")).status_code == 200
     wait_until(lambda: owner_texts(slack_api), what="the answer after the limit")
     assert owner_texts(slack_api) == ["after the limit"]
     refused, sent = slack_api.call_times("chat.postMessage")  # refused once (429), then sent
-    assert sent - refused >= 1.0  # Retry-After was waited out
+    assert sent - refused >= RETRY_AFTER  # Retry-After was waited out
 
 
 def test_a_web_api_that_cannot_be_reached_at_start_is_an_outage_and_the_channel_serves(start_slack: Any) -> None:

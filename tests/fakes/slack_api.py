@@ -98,7 +98,7 @@ class FakeSlackAPI:
         self.files: dict[str, dict[str, Any]] = {}  # file id -> {"name", "mimetype", "data", "length", ...}
         self.uploads: dict[str, str] = {}  # an upload URL's ticket -> the file id it takes
         self.downloads: list[dict[str, Any]] = []  # every GET of a file: {"path", "authorization"}
-        self.limits: dict[str, tuple[int, int]] = {}  # method -> (calls still refused, Retry-After)
+        self.limits: dict[str, tuple[int, float]] = {}  # method -> (calls still refused, Retry-After)
         self.webhook_url = ""
         self.signing_secret = ""
         self._ids = itertools.count(1)
@@ -148,7 +148,7 @@ class FakeSlackAPI:
         with self._lock:
             self.channels.add(channel)
 
-    def ratelimit(self, method: str, times: int = 1, retry_after: int = 1) -> None:
+    def ratelimit(self, method: str, times: int = 1, retry_after: float = 1) -> None:
         with self._lock:
             self.limits[method] = (times, retry_after)
 
@@ -311,7 +311,7 @@ class FakeSlackAPI:
             refused, retry_after = self.limits.get(method, (0, 0))
             if refused:
                 self.limits[method] = (refused - 1, retry_after)
-                raise SlackError("ratelimited", 429, {"Retry-After": str(retry_after)})
+                raise SlackError("ratelimited", 429, {"Retry-After": f"{retry_after:g}"})
         token = (auth or "").removeprefix("Bearer ").strip() or str(args.get("token") or "")
         if not token:
             raise SlackError("not_authed")
