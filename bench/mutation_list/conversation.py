@@ -424,4 +424,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "busy mode steer does nothing in the web chat: a message sent meanwhile waits its turn",
         KIT_CONSOLE_WEBCHAT,
     ),
+    # -- photos sent together (conversation/albums.py) ---------------------------------------------------------
+    Mutation(
+        "album-quiet-not-restarted",
+        f"{BOT}/conversation/albums.py",
+        "            album.last = now",
+        "            pass",
+        "an album's turn waits a quiet while from its first part only: the parts of a slow upload become several turns",
+        ("test_albums.py", "test_telegram_albums.py"),
+    ),
 )
