@@ -23,7 +23,7 @@ import re
 import secrets as _random
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypedDict, cast
@@ -160,6 +160,12 @@ def trace_path(trace_id: str) -> str:
 _WRITER = BackgroundWorker("trace-writer", yield_seconds=1.0)
 atexit.register(_WRITER.drain, 10.0)
 _READ_WAIT_SECONDS = 10.0
+
+
+def after_reply(job: Callable[[], object], label: str) -> None:
+    """Queue a small write that no reply needs (a display's counts) on the trace writer: it runs once the replies
+    in progress are out (at most a second later), in order with the traces, and is drained with them."""
+    _WRITER.submit(job, label)
 
 
 def drain_traces(timeout: float) -> bool:

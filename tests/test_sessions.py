@@ -192,3 +192,34 @@ def test_signal_has_new_sessions_and_resume(bot_config, workspace, chat_server, 
             assert "Continuing conversation #1" in say("/resume 1", 5)
             say("what is my boat called?", 6)
             assert "Albatross" in _request_text(chat_server) and "different subject" not in _request_text(chat_server)
+
+
+def test_a_noted_message_is_written_after_the_reply_and_never_over_a_newer_list(tmp_path):
+    """With ``later`` (the bot's trace writer), ``touch`` changes the list in memory at once and queues one write
+    of it per place; the queued write takes later notes too and, run after a durable change (``new``), writes the
+    newest list, not the one it was queued with."""
+    import json
+    from datetime import datetime
+
+    from assistant_framework.workspace import Workspace
+
+    workspace = Workspace(tmp_path / "ws")
+    queued: list[tuple[object, str]] = []
+    sessions = Sessions(workspace, later=lambda job, label: queued.append((job, label)))
+    when = datetime(2026, 12, 3, 12, 0)
+    listed = sessions._file("tg:1")
+    sessions.touch("tg:1", "tg:1", when, "first message")
+    sessions.touch("tg:1", "tg:1", when, "second")
+    assert [s.messages for s in sessions.list("tg:1")] == [2]  # at once, in memory
+    assert not workspace.exists(listed) and len(queued) == 1  # one write queued
+    job, label = queued.pop()
+    job()
+    stored = json.loads(workspace.read_text(listed))
+    assert stored["sessions"][0]["messages"] == 2 and stored["sessions"][0]["first"] == "first message"
+    sessions.touch("tg:1", "tg:1", when, "third")  # queued again
+    session, made = sessions.new("tg:1", current_empty=False)  # durable, before the queued write runs
+    assert made and json.loads(workspace.read_text(listed))["active"] == 2
+    queued.pop()[0]()
+    stored = json.loads(workspace.read_text(listed))
+    assert stored["active"] == 2 and [row["messages"] for row in stored["sessions"]] == [3, 0]
+    assert "tg:1" in label

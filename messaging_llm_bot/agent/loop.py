@@ -27,7 +27,7 @@ from assistant_framework.config.settings import Settings
 from assistant_framework.json_types import JsonObject
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.skills.spec import SkillServices
-from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
+from assistant_framework.traces import TraceStore, after_reply, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.choice import ChoiceFormats, skill_choice
 from messaging_llm_bot.agent.compaction import Compactor, split_summary
@@ -106,7 +106,8 @@ class Agent(SessionCalls):
         self._formats = SkillFormats()
         self._choices = ChoiceFormats()
         self.history = HistoryStore(workspace)
-        self.sessions = Sessions(workspace)
+        # With the traces in the background, so is the session list's note of an answered message.
+        self.sessions = Sessions(workspace, later=after_reply if background_traces else None)
         self.runner_choices = RunnerChoices(workspace)
         self._steer_boxes: dict[str, SteerBox] = {}  # the running turn's box per place (agent/steering.py)
         self._steer_lock = threading.Lock()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
@@ -54,12 +55,23 @@ def first_words(text: str) -> str:
 
 
 class Sessions:
-    """The session lists of every place in a workspace (thread-safe; the agent's lock orders one place)."""
+    """The session lists of every place in a workspace (thread-safe; the agent's lock orders one place).
 
-    def __init__(self, workspace: Workspace) -> None:
+    ``later(job, label)``: where an answered message's note (``touch``) is written, after the reply is out (the
+    agent's trace writer, ``traces.after_reply``); the list in memory changes at once. Without it it is written
+    before ``touch`` returns. A rewrite on the reply's path waited for the file system's journal: about 4 ms a
+    turn of wall time, 15 ms and more at the 99th percentile, on this project's loaded test disk."""
+
+    def __init__(
+        self, workspace: Workspace, *, later: Callable[[Callable[[], object], str], None] | None = None
+    ) -> None:
         self.workspace = workspace
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[int, list[Session]]] = {}
+        self._later = later
+        self._queued: set[str] = set()  # places whose list waits for ``later`` to write it
+        # One file write at a time, with the list it came from: a queued note never writes over a newer list.
+        self._writing = threading.Lock()
 
     def _file(self, place: str) -> str:
         return f"{CONVERSATIONS_DIR}/{safe_conversation_id(place)}/sessions.json"
@@ -101,12 +113,25 @@ class Sessions:
         sessions = sorted(sessions, key=lambda s: s.number)[-MAX_SESSIONS:]
         if not any(s.number == active for s in sessions):
             active = sessions[-1].number
+        with self._writing:
+            self._store(place, active, sessions, durable)
+            with self._lock:
+                self._cache[place] = (active, [Session(**asdict(s)) for s in sessions])
+
+    def _store(self, place: str, active: int, sessions: list[Session], durable: bool) -> None:
         rows = [{k: v for k, v in asdict(s).items() if k != "conversation_id"} for s in sessions]
         self.workspace.write_text(
             self._file(place), json.dumps({"active": active, "sessions": rows}, indent=1) + "\n", durable=durable
         )
-        with self._lock:
-            self._cache[place] = (active, [Session(**asdict(s)) for s in sessions])
+
+    def _write_noted(self, place: str) -> None:
+        """``later``'s job: the place's list as it is now in memory, to its file (no fsync)."""
+        with self._writing:
+            with self._lock:
+                self._queued.discard(place)
+                cached = self._cache.get(place)
+            if cached is not None:
+                self._store(place, cached[0], cached[1], durable=False)
 
     def active(self, place: str) -> str:
         """The conversation id of the place's active session."""
@@ -133,7 +158,16 @@ class Sessions:
         session.last = stamp
         session.messages += 1
         # No fsync: what /sessions shows of a session; the active session (new, resume) is written durably.
-        self._write(place, active, sessions, durable=False)
+        if self._later is None:
+            self._write(place, active, sessions, durable=False)
+            return
+        sessions = sorted(sessions, key=lambda s: s.number)[-MAX_SESSIONS:]
+        with self._lock:
+            self._cache[place] = (active, [Session(**asdict(s)) for s in sessions])
+            if place in self._queued:
+                return  # the queued write takes this note too
+            self._queued.add(place)
+        self._later(lambda: self._write_noted(place), f"the session list of {place}")
 
     def new(self, place: str, *, current_empty: bool) -> tuple[Session, bool]:
         """Start a new session and make it active: (it, True); ``current_empty`` (the active session has no
