@@ -15,7 +15,7 @@ from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
 from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
-from tests.waiting import wait_until
+from tests.waiting import for_load, wait_until
 
 OWNER = 1
 
@@ -47,7 +47,7 @@ def test_sigterm_lets_the_turn_in_flight_finish_and_exits_0(tmp_path, bot_config
     release = threading.Event()
 
     def slow(request: dict) -> str:  # the model answers once the bot is stopping: the turn is in flight
-        release.wait(30)
+        release.wait(60)
         return json.dumps({"reply": "finished after the signal"})
 
     chat_server.set_handler(slow)
@@ -61,7 +61,7 @@ def test_sigterm_lets_the_turn_in_flight_finish_and_exits_0(tmp_path, bot_config
         assert bot.proc is not None
         bot.proc.send_signal(signal.SIGTERM)
         try:  # the stop has begun with the turn running (conversation/shutdown.py's line), then it may finish
-            wait_until(lambda: stopping_with_one_turn(bot.run_log()), 15, "the stop's line with the turn")
+            wait_until(lambda: stopping_with_one_turn(bot.run_log()), for_load(15), "the stop's line with the turn")
         finally:
             release.set()
         assert bot.wait(timeout=30) == 0, bot.run_log()[-3000:]
@@ -125,7 +125,7 @@ def test_sigterm_while_the_bot_is_still_starting_stops_it(tmp_path, bot_config, 
             assert not fake.calls("deleteWebhook")  # the signal lands while the start waits for it
             assert bot.proc is not None
             bot.proc.send_signal(signal.SIGTERM)
-            wait_until(lambda: "SIGTERM: stopping" in bot.run_log(), 15, "the stop's line")
+            wait_until(lambda: "SIGTERM: stopping" in bot.run_log(), for_load(15), "the stop's line")
         finally:
             held.set()  # the start goes on, into a stop
         assert bot.wait(timeout=20) == 0, bot.run_log()[-3000:]

@@ -443,7 +443,7 @@ class FakeBotAPI:
             self._delays.setdefault(method.lower(), []).extend([seconds] * times)
 
     def hold_next(self, method: str) -> threading.Event:
-        """Answer the next call of ``method`` only once the returned event is set (at most 30 s later): a slow
+        """Answer the next call of ``method`` only once the returned event is set (at most 60 s later): a slow
         network at that step, for as long as the test needs to act in it (``arrived`` says it is there)."""
         release = threading.Event()
         with self._cond:
@@ -573,7 +573,7 @@ class FakeBotAPI:
             delays = self._delays.get(method.lower())
             delay = delays.pop(0) if delays else 0.0
         if isinstance(delay, threading.Event):
-            delay.wait(30)
+            delay.wait(60)
         elif delay:
             time.sleep(delay)
         try:
