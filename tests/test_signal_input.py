@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from messaging_llm_bot.conversation.item_turns import ItemTurns
 from tests.fakes.signal_daemon import RpcError
 from tests.signal_harness import OWNER, wait_for
 from tests.telegram_harness import busy_queue
@@ -61,8 +62,10 @@ def test_every_attachment_of_a_message_is_saved_and_named_to_the_model(start, da
     ids=["rate-limited", "network-failure"],
 )
 def test_a_reply_that_signal_could_not_send_for_now_is_retried_not_dropped(
-    start, daemon, chat_server, workspace, error
+    start, daemon, chat_server, workspace, error, monkeypatch
 ):
+    # Tried again after 0.05 s, not the delivery loop's 0.5 s (conversation/item_turns.py): only that it is.
+    monkeypatch.setattr(ItemTurns, "RETRY_FIRST_SECONDS", 0.05)
     chat_server.enqueue('{"reply": "the answer"}', '{"reply": "next"}')
     start(patch=busy_queue)  # each message its own turn (busy modes would join the second)
     daemon.send_errors.append(error)
