@@ -226,3 +226,50 @@ def test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grow
     assert [kind for kind, _ in calls if kind != "typing"][:3] == ["send", "edit", "edit"], calls  # it grew
     gaps = [later - earlier for earlier, later in zip(starts, starts[1:], strict=False)]
     assert min(gaps) >= interval, gaps
+
+
+def test_only_the_events_the_live_message_shows_wake_the_loop():
+    """A round's "thinking", a skill's result, "done", and the answer's text when not streaming reach the loop no
+    more: each was a self-pipe write from the turn's thread and a pass of the loop for nothing. A skill call (its
+    status line) and, streaming, the answer's text still do."""
+    import asyncio
+
+    from messaging_llm_bot.channels.telegram.progress import TelegramLive
+    from messaging_llm_bot.conversation.progress import Progress
+
+    async def scenario() -> tuple[list[str], list[str], list]:
+        bot = _RecordingBot()
+        p = Progress(TelegramLive(bot, 1), stream=False)
+        await p.start()
+        loop = asyncio.get_running_loop()
+        woken: list[str] = []
+        real = loop.call_soon_threadsafe
+
+        def counting(callback, *args, **kwargs):
+            woken.append(args[0] if args else "")
+            return real(callback, *args, **kwargs)
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        for kind, data in (
+            ("thinking", {"round": 1}),
+            ("delta", {"text": "not shown"}),
+            ("skill_result", {"skill": "notes"}),
+            ("skill_call", {"skill": "notes", "args": {}, "round": 1}),
+            ("done", {}),
+        ):
+            ev = type("Ev", (), {})()
+            ev.kind, ev.data = kind, data
+            p.on_event(ev)
+        quiet = list(woken)
+        p.stream = True
+        ev = type("Ev", (), {})()
+        ev.kind, ev.data = "delta", {"text": "shown"}
+        p.on_event(ev)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        await p.stop()
+        del loop.call_soon_threadsafe
+        return quiet, woken, bot.calls
+
+    quiet, woken, _calls = asyncio.run(scenario())
+    assert quiet == ["skill_call"] and woken == ["skill_call", "delta"]

@@ -115,8 +115,10 @@ class Progress:
         self._tasks.append(asyncio.create_task(self._worker()))
 
     def on_event(self, event: Any) -> None:
-        """Thread-safe sink for AgentEvents."""
-        if self._loop is None:
+        """Thread-safe sink for AgentEvents: those ``_apply`` shows (a skill call; the answer's text while
+        streaming) go to the loop. The rest (each round's "thinking", a skill's result, "done") only woke the loop
+        for nothing: a self-pipe write from the turn's thread and a pass of the loop, each round."""
+        if self._loop is None or not (event.kind == "skill_call" or (event.kind == "delta" and self.stream)):
             return
         self._loop.call_soon_threadsafe(self._apply, event.kind, dict(event.data or {}))
 
