@@ -28,7 +28,7 @@ def test_a_job_waits_while_a_reply_is_in_progress_and_runs_once_it_is_out():
 
 
 def test_the_wait_is_bounded_while_replies_keep_coming():
-    worker = BackgroundWorker("test-yield", yield_seconds=0.2)
+    worker = BackgroundWorker("test-yield", yield_seconds=0.05)
     ran = threading.Event()
     try:
         with FOREGROUND.active():
@@ -95,7 +95,7 @@ def test_a_turn_is_foreground_while_it_runs(bot_config, workspace, chat_server, 
 
 
 def test_jobs_queued_behind_a_wait_do_not_each_wait_again():
-    worker = BackgroundWorker("test-yield", yield_seconds=0.5)
+    worker = BackgroundWorker("test-yield", yield_seconds=0.3)
     done: list[int] = []
     try:
         with FOREGROUND.active():  # replies keep coming: the foreground never goes idle
@@ -103,8 +103,8 @@ def test_jobs_queued_behind_a_wait_do_not_each_wait_again():
             for n in range(20):
                 worker.submit(lambda n=n: done.append(n), f"job {n}")
             wait_until(lambda: len(done) == 20, timeout=30, what="the twenty jobs")
-            # One wait of about 0.5 s for all of them, not 0.5 s each (10 s): the queue falls no further behind.
-            # The bound leaves a loaded machine 4.5 s for twenty appends.
+            # One wait of about 0.3 s for all of them, not 0.3 s each (6 s, past the bound however fast the
+            # machine): the queue falls no further behind. The bound leaves a loaded machine 4.7 s for twenty appends.
             assert time.monotonic() - began < 5
             assert done == list(range(20))
     finally:
