@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import pytest
 
 from assistant_framework.workspace import Workspace
-from tests import tiers
+from tests import preload, tiers
 from tests.fakes.chat_server import FakeChatServer
 
 if TYPE_CHECKING:
@@ -290,6 +290,13 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, meaning in tiers.MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {meaning}")
     tiers.start_session()
+    preload.take_from_controller(getattr(config, "workerinput", {}))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's controller, for each worker: the workers share the run's zygote (tests/preload.py)."""
+    preload.give_to_worker(node.workerinput, node.config.add_cleanup)
 
 
 @pytest.hookimpl(wrapper=True)

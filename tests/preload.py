@@ -1,9 +1,12 @@
 """A preloader for the Python processes the tests start (issue 41): ``python -m MODULE args`` without the
 interpreter's start and the project's imports each time.
 
-Each xdist worker (each pytest process) starts, on its first use, one *zygote*: a single-threaded
-``python -m tests.preload`` that imports the project's modules once (the bot, its channels and CLI, the
-framework, httpx, python-telegram-bot ...) and then waits on a Unix socket. A start (``popen``, ``run``)
+A pytest process starts, on its first use, one *zygote*: a single-threaded ``python -m tests.preload`` that
+imports the project's modules once (the bot, its channels and CLI, the framework, httpx, python-telegram-bot
+...) and then waits on a Unix socket. In an xdist run the workers share one, the run's: xdist's controller
+names a folder to each worker (``give_to_worker``, ``take_from_controller``) and starts the zygote there when
+a worker first asks (``_Starter``: a thread of the controller), so it is the controller's child, and its CPU
+and its children's count in the run's as a worker's own did. A start (``popen``, ``run``)
 sends it the module, the arguments, the environment, the working folder and the three standard file
 descriptors (``SCM_RIGHTS``); the zygote forks, and the child becomes the requested run: its 0/1/2 are the
 caller's files, ``os.environ`` is the requested environment exactly (``TZ`` applied with ``tzset``,
@@ -39,9 +42,10 @@ The zygote never starts a thread or an event loop, opens no database, configures
 environment in module state before it forks (the project reads ``os.environ`` where it uses it:
 tests/test_preload.py checks; ``_preload`` checks the threads, logging and ``tempfile``; ``random`` reseeds
 itself in a fork, ``uuid4`` reads ``os.urandom``). It ends when its pytest process ends (it watches that
-pid through a pidfd) or on SIGTERM (at that process's exit), and kills its running children then; a child
-whose start's connection closes before it ended (its caller killed) is killed too. A zygote that ended
-anyway is started again on the same socket, and the next start says so on stderr with its log.
+pid through a pidfd: the run's zygote, the controller's) or on SIGTERM (at that process's exit; the run's, at
+the controller's clean-up), and kills its running children then; a child whose start's connection closes
+before it ended (its caller killed, its worker ended) is killed too. A zygote that ended anyway is started
+again on the same socket, and the next start says so on stderr with its log.
 
 ``ASSISTANT_TEST_PRELOAD=0`` turns it off: every start is then a real ``subprocess.Popen``. A start the
 zygote cannot reproduce is a real spawn too: a command that is not ``[sys.executable, "-m", MODULE, ...]``,
@@ -286,13 +290,17 @@ def run(
 
 class _Zygote:
     """This process's zygote: started on first use, ended with this process (or started again, on the same
-    socket, if it ended before)."""
+    socket, if it ended before). ``folder``: the run's (``_Starter``), else one of its own."""
 
-    def __init__(self) -> None:
-        self.folder = tempfile.mkdtemp(prefix="zygote-")
+    def __init__(self, folder: str | None = None) -> None:
+        self.folder = folder or tempfile.mkdtemp(prefix="zygote-")
         self.path = os.path.join(self.folder, "socket")
         self.log = os.path.join(self.folder, "zygote.log")
         self.process = self._spawn()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
 
     def _spawn(self) -> subprocess.Popen:
         """The zygote, once it listens. It watches this process's pid (a pidfd: no descriptor here that
@@ -352,6 +360,126 @@ class _Zygote:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+class _RunZygote:
+    """An xdist worker's view of the run's zygote (``_Starter``, in the controller): asked for through the
+    starter's socket, watched through a pidfd, asked for again if it ended (the starter starts another)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.path = os.path.join(folder, "socket")
+        self.log = os.path.join(folder, "zygote.log")
+        self.pid, self._pidfd = 0, -1
+        self._attach()
+
+    def _attach(self) -> None:
+        for _ in range(3):  # a zygote that ended between the answer and the pidfd: ask again
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as starter:
+                starter.connect(os.path.join(self.folder, "starter"))
+                answer = _read_line(starter.fileno(), START_TIMEOUT).decode(errors="replace")
+            kind, _, pid = answer.partition(" ")
+            if kind not in ("ready", "restarted") or not pid.isdigit():
+                raise RuntimeError(f"the tests' zygote did not start ({answer!r}):\n{self.log_text()}")
+            if kind == "restarted":
+                print(
+                    f"tests/preload.py: the run's zygote ended; starting another. Its log:\n{self.log_text()}",
+                    file=sys.stderr,
+                )
+            try:
+                self._pidfd = os.pidfd_open(int(pid))
+            except ProcessLookupError:
+                continue
+            self.pid = int(pid)
+            return
+        raise RuntimeError(f"the tests' zygote keeps ending:\n{self.log_text()}")
+
+    def ensure(self) -> None:
+        """Ask for it again if it ended (a bug of its own, a signal from a test)."""
+        import select
+
+        if select.select([self._pidfd], [], [], 0)[0]:  # readable: it ended
+            os.close(self._pidfd)
+            self._attach()
+
+    log_text = _Zygote.log_text
+    start = _Zygote.start
+
+    def stop(self) -> None:
+        """Nothing to end here: the run's zygote is the controller's; this process's children end as its
+        connections close."""
+        os.close(self._pidfd)
+
+
+class _Starter:
+    """In xdist's controller: the run's zygote, started when a worker first asks (a connection to the
+    ``starter`` socket of the run's folder, answered ``ready PID``), started again when one asks after it
+    ended (``restarted PID``), ended at the controller's clean-up (``stop``). A thread: the controller's own
+    loop stays xdist's."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="zygote-run-")
+        self.zygote: _Zygote | None = None
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(os.path.join(self.folder, "starter"))
+        self.listener.listen(16)
+        threading.Thread(target=self._serve, name="tests-zygote-starter", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                worker, _ = self.listener.accept()
+            except OSError:
+                return  # stopped
+            with worker:
+                try:
+                    answer = self._answer()
+                except Exception as err:  # noqa: BLE001 - said to the worker, whose test fails with it
+                    answer = f"failed {err}"
+                with contextlib.suppress(OSError):
+                    worker.sendall(answer.encode() + b"\n")
+
+    def _answer(self) -> str:
+        if self.zygote is None:
+            self.zygote = _Zygote(self.folder)
+            return f"ready {self.zygote.pid}"
+        if self.zygote.process.poll() is None:
+            return f"ready {self.zygote.pid}"
+        self.zygote.process = self.zygote._spawn()
+        return f"restarted {self.zygote.pid}"
+
+    def stop(self) -> None:
+        """SIGTERM to the zygote (it kills its children still running), waited for; the folder removed."""
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the thread's accept
+        self.listener.close()
+        if self.zygote is not None:
+            self.zygote.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+#: xdist's ``workerinput`` key that names the run's zygote folder to a worker.
+WORKERINPUT_KEY = "assistant_test_zygote"
+_starter: list[_Starter] = []
+_run_folder: list[str] = []  # an xdist worker's: the run's zygote folder (take_from_controller)
+
+
+def give_to_worker(workerinput: dict[str, Any], add_cleanup: Any) -> None:
+    """In xdist's controller, for each worker it starts: the run's zygote folder (with its starter, made at the
+    first worker; ``add_cleanup`` is given its end). One zygote for the run instead of one per worker: its
+    imports (about a second of CPU) are paid once."""
+    if not _starter:
+        _starter.append(_Starter())
+        add_cleanup(lambda: _starter.pop().stop())
+    workerinput[WORKERINPUT_KEY] = _starter[0].folder
+
+
+def take_from_controller(workerinput: Mapping[str, Any]) -> None:
+    """In an xdist worker, at its start: its starts go through the run's zygote (``give_to_worker``)."""
+    folder = workerinput.get(WORKERINPUT_KEY)
+    if folder:
+        with _lock:
+            _run_folder[:] = [str(folder)]
+
+
 def _ask(path: str, request: dict[str, Any], fds: list[int]) -> tuple[socket.socket, int, bytes] | None:
     """One start asked of the zygote at ``path``: the connection the exit status will come on, the pid, and
     what came after the pid's line (the status already, if the child ended at once); None if the zygote
@@ -390,13 +518,13 @@ def _read_line(fd: int, timeout: float) -> bytes:
 
 
 _lock = threading.Lock()
-_current: list[_Zygote] = []
+_current: list[_Zygote | _RunZygote] = []
 
 
-def _zygote() -> _Zygote:
+def _zygote() -> _Zygote | _RunZygote:
     with _lock:
         if not _current:
-            _current.append(_Zygote())
+            _current.append(_RunZygote(_run_folder[0]) if _run_folder else _Zygote())
             atexit.register(_stop)
         else:
             _current[0].ensure()
@@ -533,6 +661,8 @@ def serve(path: str, alive: int) -> None:
                 if key.data == "alive":  # its pytest process ended (without its atexit, if it was killed)
                     shutil.rmtree(os.path.dirname(path), ignore_errors=True)
                     return
+                # SIGTERM waits for the event's end: a child whose pid was sent is in ``children`` (killed below)
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
                 try:
                     _event(key.data, listener, selector, children, alive, initial)
                 except Exception:  # noqa: BLE001 - one start's trouble (a caller gone, fork refused) ends no other
@@ -540,6 +670,8 @@ def serve(path: str, alive: int) -> None:
 
                     traceback.print_exc(file=sys.stderr)
                     sys.stderr.flush()
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     finally:
         for child in children.values():
             child.kill()

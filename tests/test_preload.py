@@ -258,3 +258,96 @@ def test_the_preloaded_modules_read_no_environment_at_import() -> None:
         "import os\nHOME = os.environ.get('HOME')\nclass A:\n    b = os.getenv('B')\ndef f():\n    return os.environ\n"
     )
     assert _environment_read_at_import(planted) == [2, 4]
+
+
+SHARING_CONTROLLER = """
+import os, sys
+sys.path.insert(0, {repo!r})
+from tests import preload
+os.environ[preload.PACKAGES_ENV] = ""  # the run's zygote without the project's imports: sharing it is the point
+cleanups = []
+given = {{}}
+preload.give_to_worker(given, cleanups.append)
+print(given[preload.WORKERINPUT_KEY], flush=True)
+if sys.stdin.readline() == "clean up\\n":
+    cleanups[0]()
+    print("cleaned", flush=True)
+    sys.stdin.read()
+"""
+
+SHARING_WORKER = """
+import os, subprocess, sys
+sys.path.insert(0, {repo!r})
+from tests import preload
+preload.take_from_controller({{preload.WORKERINPUT_KEY: {folder!r}}})
+children = []
+for _ in sys.stdin:  # a line: one more child
+    children.append(preload.PreloadedProcess([sys.executable, "-m", "tests.preload_probe", "wait"],
+                                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd={repo!r}))
+    print(preload._zygote().pid, children[-1].pid, flush=True)
+"""
+
+
+class _Stand:
+    """A process standing for xdist's controller or one of its workers (``source``), talked to by lines."""
+
+    def __init__(self, source: str, **names: object) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(source).format(repo=str(REPO), **names)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def say(self, line: str) -> list[str]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        return self.process.stdout.readline().split()
+
+    def read(self) -> list[str]:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline().split()
+
+    def end(self) -> None:
+        self.process.kill()
+        self.process.communicate(timeout=60)  # waited for, its pipes closed
+
+
+@pytest.mark.parametrize("ending", ["clean-up", "killed"])
+def test_the_workers_of_a_run_share_one_zygote_that_the_controller_ends(
+    ending: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """One zygote for the run, the controller's child, started when the first worker asks: a worker's children
+    end with it, the zygote does not; one that ended is started again on the same socket; the controller's
+    clean-up (or its death) ends it and its children, and its folder goes."""
+    controller = _Stand(SHARING_CONTROLLER)
+    (folder,) = controller.read()
+    one, two = _Stand(SHARING_WORKER, folder=folder), _Stand(SHARING_WORKER, folder=folder)
+    try:
+        zygote, first = map(int, one.say("start"))
+        assert int(two.say("start")[0]) == zygote and _alive(zygote) and _alive(first)
+        assert _parent(zygote) == controller.process.pid
+        one.end()  # a worker gone: its children end with its connections, the run's zygote stays
+        wait_until(lambda: not _alive(first), timeout=30, what="the ended worker's child to end")
+        assert _alive(zygote)
+        os.kill(zygote, signal.SIGKILL)
+        wait_until(lambda: not _alive(zygote), timeout=30, what="the zygote to end")
+        again, second = map(int, two.say("start"))
+        assert again != zygote and _alive(second) and _parent(again) == controller.process.pid
+        assert "the run's zygote ended; starting another" in capfd.readouterr().err  # the workers' stderr is ours
+        if ending == "clean-up":
+            assert controller.say("clean up") == ["cleaned"]  # the zygote waited for: ended before the controller
+            assert not _alive(again) and controller.process.poll() is None
+        else:
+            controller.end()
+        wait_until(lambda: not _alive(again) and not _alive(second), timeout=30, what="the zygote and its child to end")
+        wait_until(lambda: not os.path.exists(folder), timeout=30, what="the run's folder to go")
+    finally:
+        for stand in (one, two, controller):
+            stand.end()
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
