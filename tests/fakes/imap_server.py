@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import imaplib
 import shutil
+import socket
 import ssl
 import subprocess
 import threading
@@ -177,6 +178,9 @@ class FakeIMAPServer:
             conn = imaplib.IMAP4(self.host, self.port, timeout=10)
             if self.security == "starttls":
                 conn.starttls(ssl.create_default_context(cafile=str(self.cert_file)))
+        # imaplib's APPEND writes the literal after the server's "+" in small pieces: without TCP_NODELAY each
+        # APPEND waited for a delayed ACK (~45 ms on Linux loopback; 1 ms with it).
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.login(self.user, self.password)
         return conn
 
