@@ -6,14 +6,15 @@ from __future__ import annotations
 import copy
 import threading
 from email.message import EmailMessage
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from messaging_llm_bot.channels.email.service import EmailService
-from tests.fakes.imap_server import FakeIMAPServer
 from tests.fakes.smtp_server import FakeSMTPServer
 from tests.waiting import wait_until
+
+if TYPE_CHECKING:
+    from tests.fakes.imap_server import FakeIMAPServer
 
 BOT = "assistant@example.org"
 OWNER = "owner@example.org"
@@ -72,7 +73,11 @@ class RunningEmail:
     """An EmailService running in a thread; ``start`` returns after its first look at the folder."""
 
     def __init__(self, runtime: Any, workspace: Any) -> None:
-        self.service = EmailService(runtime, stop_signals=None, reminder_poll_seconds=0.3)
+        # Imported here (and the IMAP server in its fixture): xdist's controller loads this harness (conftest's
+        # pytest_plugins) and runs no bot.
+        from messaging_llm_bot.channels.email.service import EmailService
+
+        self.service: EmailService = EmailService(runtime, stop_signals=None, reminder_poll_seconds=0.3)
         self.workspace = workspace
         self.exit_code: int | None = None
         self._thread = threading.Thread(target=self._run, name="email-bot-under-test", daemon=True)
@@ -96,6 +101,8 @@ class RunningEmail:
 
 @pytest.fixture(scope="module")
 def email_imap():
+    from tests.fakes.imap_server import FakeIMAPServer
+
     with FakeIMAPServer(user="assistant", password=PASSWORD) as server:
         yield server
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from messaging_llm_bot.channels.signal.service import SignalService
 from tests.fakes.signal_daemon import FakeSignalDaemon
 from tests.waiting import REMINDER_POLL_SECONDS
 from tests.waiting import wait_until as wait_for  # noqa: F401 - the Signal tests' name for it
@@ -40,7 +39,10 @@ class RunningSignal:
     def __init__(self, runtime: Any, **kwargs: Any) -> None:
         kwargs.setdefault("reminder_poll_seconds", REMINDER_POLL_SECONDS)
         kwargs.setdefault("backoff_max", 0.5)
-        self.service = SignalService(runtime, stop_signals=None, **kwargs)
+        # Imported here: xdist's controller loads this harness (conftest's pytest_plugins) and runs no bot.
+        from messaging_llm_bot.channels.signal.service import SignalService
+
+        self.service: SignalService = SignalService(runtime, stop_signals=None, **kwargs)
         self.exit_code: int | None = None
         self._thread = threading.Thread(target=self._run, name="signal-bot-under-test", daemon=True)
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.telegram.bot import TelegramService
 from tests.fakes.bot_api import FakeBotAPI
 from tests.waiting import REMINDER_POLL_SECONDS
 
@@ -60,8 +59,12 @@ class RunningBot:
     """A TelegramService running in a thread; use as a context manager."""
 
     def __init__(self, runtime: Any, poll_timeout: int = 1) -> None:
+        # Imported here: xdist's controller loads this harness (conftest's pytest_plugins) and runs no bot; the
+        # bot and python-telegram-bot cost it a third of a second before it starts the workers.
+        from messaging_llm_bot.channels.telegram.bot import TelegramService
+
         self.runtime = runtime
-        self.service = TelegramService(
+        self.service: TelegramService = TelegramService(
             runtime, stop_signals=None, poll_timeout=poll_timeout, reminder_poll_seconds=REMINDER_POLL_SECONDS
         )
         self.exit_code: int | None = None
