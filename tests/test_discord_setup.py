@@ -110,7 +110,7 @@ def test_setup_reads_the_owner_from_their_first_dm_through_the_gateway(
     with FakeChatServer() as chat, fake_discord() as discord:
         chat.set_handler(lambda request: "OK")
         monkeypatch.setenv("DC_SETUP_TOKEN", discord.token)
-        assert _setup(config, tmp_path, chat, discord, "find", "--wait", "0.5") == 2
+        assert _setup(config, tmp_path, chat, discord, "find", "--wait", "0.1") == 2
         err = capsys.readouterr().err
         assert "no message arrived" in err and "--discord ID" in err
         assert not (config / "local" / "discord.json").exists()

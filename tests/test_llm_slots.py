@@ -6,7 +6,7 @@ import threading
 import time
 
 from messaging_llm_bot.llm.client import LLMClient
-from messaging_llm_bot.llm.slots import PrioritySlots, background_calls, in_background
+from messaging_llm_bot.llm.slots import BACKGROUND, PrioritySlots, background_calls, in_background
 
 
 def _wait_until(predicate, timeout: float = 5.0) -> None:
@@ -49,7 +49,7 @@ def test_background_call_waits_while_a_user_call_waits(chat_server):
     _wait_until(lambda: order == ["first user turn"])
     threads.append(threading.Thread(target=call, args=("fact extraction", True)))
     threads[1].start()
-    time.sleep(0.2)  # the background call is now waiting for the only slot
+    _wait_until(lambda: client._semaphore._waiting[BACKGROUND] == 1)  # the background call waits for the slot
     threads.append(threading.Thread(target=call, args=("second user turn",)))
     threads[2].start()
     _wait_until(lambda: client._semaphore.waiting_foreground == 1)

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from assistant_framework.memory.readers import ReaderPool
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -75,8 +76,6 @@ def test_closed_pool_refuses_queries(db):
 
 
 def test_the_worker_indexes_a_logged_turn_only_once_no_search_is_running(tmp_path):
-    import time
-
     from assistant_framework.memory import MemoryService
     from assistant_framework.workspace import Workspace
 
@@ -86,10 +85,23 @@ def test_the_worker_indexes_a_logged_turn_only_once_no_search_is_running(tmp_pat
         def indexed() -> int:
             return service.index.query("SELECT count(*) FROM entries WHERE text LIKE '%walnut%'")[0][0]
 
+        # The worker's wait for the searches, watched: it began before indexing, and it ended once the search
+        # was over (not at once, nor at its 1 s bound), where a fixed 0.3 s sleep looked only at the count.
+        searches, began, ended = service._searches, threading.Event(), []
+        wait_idle = searches.wait_idle
+
+        def watched(timeout: float) -> bool:
+            began.set()
+            idle = wait_idle(timeout)
+            ended.append((idle, searches.busy, indexed()))
+            return idle
+
+        searches.wait_idle = watched  # type: ignore[method-assign]
         with service._searching_now():  # a recall in progress
             service.log_turn("c", "user", "walnut bread")
-            time.sleep(0.3)
-            assert indexed() == 0
+            wait_until(began.is_set, 5, "the worker's wait for the searches")
+            assert indexed() == 0 and ended == []
         assert service.worker.drain(5) and indexed() == 1
+        assert ended == [(True, False, 0)]  # woken by the search's end, then it indexed
     finally:
         service.close()

@@ -18,6 +18,9 @@ from tests.telegram_harness import (
     texts,
 )
 
+#: The flood wait the fake asks for: Telegram's are whole seconds; the bot waits out whatever it is told.
+FLOOD_WAIT = 0.05
+
 
 @pytest.fixture
 def bot(fake, bot_config, workspace, tmp_path):
@@ -26,8 +29,18 @@ def bot(fake, bot_config, workspace, tmp_path):
         yield running
 
 
-def test_hello_round_trip(fake, bot, chat_server):
-    chat_server.enqueue({"content": '{"reply": "Hello **there**!"}', "delay": 0.5})  # slow enough to show typing
+def test_hello_round_trip(fake, bot, chat_server, monkeypatch):
+    from messaging_llm_bot.conversation import progress as progress_mod
+
+    # "typing…" after 20 ms instead of the product's 0.3 s; the model answers once the chat shows it (it was a
+    # fixed 0.5 s delay): a grace it only waits out is no part of this test (test_telegram_progress.py has it).
+    monkeypatch.setattr(progress_mod, "TYPING_GRACE_SECONDS", 0.02)
+
+    def slow_model(request: dict) -> str:
+        fake.wait_for(lambda: fake.calls("sendChatAction"), timeout=30)
+        return '{"reply": "Hello **there**!"}'
+
+    chat_server.set_handler(slow_model)
     fake.send_message("hello")
     msgs = fake.wait_for_messages(OWNER, 1)
     assert msgs[0]["text"] == "Hello there!"
@@ -134,12 +147,13 @@ def test_formatting_rejected_by_telegram_is_resent_plain(fake, start_bot, chat_s
 def test_flood_wait_on_send_is_waited_out(fake, start_bot, chat_server):
     start_bot()
     chat_server.enqueue('{"reply": "after the flood"}')
-    fake.fail_next("sendMessage", status=429, retry_after=1)
+    fake.fail_next("sendMessage", status=429, retry_after=FLOOD_WAIT)  # Telegram says whole seconds: a short one
     fake.send_message("hi")
     msgs = fake.wait_for_messages(OWNER, 1)
     assert msgs[0]["text"] == "after the flood"
-    statuses = [c["status"] for c in fake.calls("sendMessage")]
-    assert statuses[0] == 429 and statuses[-1] == 200
+    calls = fake.calls("sendMessage")
+    assert calls[0]["status"] == 429 and calls[-1]["status"] == 200
+    assert calls[1]["at"] - calls[0]["at"] >= FLOOD_WAIT  # the wait it was told, not a retry at once
 
 
 def test_edited_message_is_not_answered_again(fake, start_bot, chat_server):
