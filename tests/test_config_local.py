@@ -273,6 +273,7 @@ def test_a_second_config_writer_waits_for_the_first(example: Path) -> None:
     done = threading.Event()
     writer = threading.Thread(target=lambda: (write_setting(example, "llm.temperature", 0.17), done.set()))
     writer.start()
+
     def opened() -> int:  # descriptors of this process on the config's folder: the holder's, the writer's
         return sum(1 for fd in Path("/proc/self/fd").iterdir() if os.path.realpath(fd) == str(example.resolve()))
 
