@@ -35,7 +35,7 @@ def write_config(folder: Path, base_url: str, skills_dir: Path, **runtime) -> Pa
 
 #: The ways to start the bot, as the installed commands run them: ``python -m messaging_llm_bot``,
 #: ``assistant run`` (``make run``, ``make chat``) and ``assistant-bot`` (the alias's entry point). The first
-#: two are forked by the worker's zygote (tests/preload.py); ``assistant-bot``'s ``-c`` is a real spawn, so
+#: two are forked by the zygote (tests/preload.py); ``assistant-bot``'s ``-c`` is a real spawn, so
 #: the entry point's own start (its imports from nothing) stays tested.
 ENTRIES = {
     "python -m": ["-m", "messaging_llm_bot"],

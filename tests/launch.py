@@ -1,10 +1,10 @@
 """The launcher of tests/preload.py's ``command_line``, and the client side of its zygote's start protocol.
 
-``python -S tests/launch.py ZYGOTE_SOCKET MODULE ARGS...`` has the worker's zygote fork ``python -m MODULE
-ARGS`` in a session of its own on this process's standard files and environment, passes the signals it gets on
-to it, and ends as it ended. A command the code under test starts itself (an MCP server in its config) is this
-launcher at each start and restart: a script of its own, so that it imports only the few standard modules it
-needs (about 17 ms of CPU a start; tests/preload.py's imports made it 35 ms).
+``python -S tests/launch.py ZYGOTE_SOCKET MODULE ARGS...`` has the zygote (the run's, in an xdist run) fork
+``python -m MODULE ARGS`` in a session of its own on this process's standard files and environment, passes the
+signals it gets on to it, and ends as it ended. A command the code under test starts itself (an MCP server in
+its config) is this launcher at each start and restart: a script of its own, so that it imports only the few
+standard modules it needs (about 17 ms of CPU a start; tests/preload.py's imports made it 35 ms).
 """
 
 from __future__ import annotations

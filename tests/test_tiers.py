@@ -130,7 +130,7 @@ def pytest_configure(config):
 
 def test_the_guard_fails_an_unseen_process_and_a_phase_over_the_bound_and_prints_the_time(tmp_path: Path) -> None:
     """A pytest run of its own on five tests, under this conftest, with a 1 s bound on pytest's test clock;
-    a process (forked by the worker's zygote: a pytest start without its imports)."""
+    a process (forked by the zygote: a pytest start without its imports)."""
     (tmp_path / "tests").symlink_to(ROOT / "tests")
     (tmp_path / "test_guarded.py").write_text(textwrap.dedent(GUARDED), encoding="utf-8")
     (tmp_path / "conftest.py").write_text(textwrap.dedent(GUARDED_CONFTEST), encoding="utf-8")
