@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -171,21 +170,16 @@ def test_append_refuses_embedded_newline(ws: Workspace) -> None:
         ws.append_line("log.txt", "one\ntwo")
 
 
-def _append_worker(root: str, worker: int, count: int) -> None:
-    ws = Workspace(root, create=False)
-    payload = "x" * 300  # long enough that unlocked writes could interleave
-    for i in range(count):
-        ws.append_jsonl("shared.jsonl", {"worker": worker, "i": i, "pad": payload})
-
-
 def test_four_processes_append_without_interleaving(ws: Workspace) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_append_worker, args=(str(ws.root), w, 500)) for w in range(4)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(60)
-        assert proc.exitcode == 0
+    # Four real processes, forked by the worker's zygote (tests/append_writer.py; they were multiprocessing's
+    # spawns, each a fresh interpreter importing this test module: about 0.15 s of CPU apiece).
+    writers = [
+        preload.popen([sys.executable, "-m", "tests.append_writer", str(ws.root), str(w), "500"], cwd=REPO)
+        for w in range(4)
+    ]
+    for writer in writers:
+        with writer:
+            assert writer.wait(60) == 0
     lines = ws.path("shared.jsonl").read_text().splitlines()
     assert len(lines) == 2000
     rows = [json.loads(line) for line in lines]  # every line parses: none interleaved
@@ -249,31 +243,9 @@ def test_sigkill_during_writes_never_leaves_a_torn_file(ws: Workspace) -> None:
     assert ws.list("state/*") == ["state/big.json"]
 
 
-PARTIAL = """
-import resource, signal, sys
-from assistant_framework.workspace import Workspace
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-ws = Workspace(sys.argv[1])
-ws.append_line("log.txt", "first")
-soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-resource.setrlimit(resource.RLIMIT_FSIZE, (ws.path("log.txt").stat().st_size + 10, hard))
-try:
-    ws.append_line("log.txt", "x" * 100)  # the file limit stops it mid-line, like a full disk
-except OSError as exc:
-    print("raised", exc.errno)
-resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-ws.append_line("log.txt", "third")
-"""
-
-
 def test_a_line_cut_by_a_full_disk_is_removed(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", PARTIAL, str(tmp_path / "ws")],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-        timeout=60,
-    )
+    writer = [sys.executable, "-m", "tests.full_disk_writer", str(tmp_path / "ws")]  # forked by the zygote
+    result = preload.run(writer, capture_output=True, text=True, cwd=REPO, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "raised" in result.stdout
     assert (tmp_path / "ws" / "log.txt").read_text() == "first\nthird\n"
