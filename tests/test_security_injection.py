@@ -77,16 +77,26 @@ def run_forwarded_turn(fake, chat_server, workspace, calls: list[str], reply: st
     Returns the texts of the confirmation questions."""
     chat_server.enqueue(*calls, json.dumps({"reply": reply}))
     fake.send_message("please tidy my files", forwarded_from="Mallory")
-    asked: list[str] = []
+    return _decline_until_replied(fake, reply)
+
+
+def _decline_until_replied(fake, reply: str) -> list[str]:
+    """Decline every question until ``reply`` is shown; the question texts. Each next look comes when the bot
+    makes a call (the fake's wait_for), not after a fixed 50 ms sleep."""
+    asked: dict[int, str] = {}
+
+    def replied_or_asked() -> bool:
+        question = pending_question(fake)
+        return any(reply in t for t in texts(fake)) or (question is not None and question["message_id"] not in asked)
+
     deadline = time.monotonic() + 20
     while not any(reply in t for t in texts(fake)):
+        fake.wait_for(replied_or_asked, timeout=max(0.0, deadline - time.monotonic()))
         question = pending_question(fake)
-        if question is not None and question["message_id"] not in {q[0] for q in asked}:
-            asked.append((question["message_id"], question["text"]))
+        if question is not None and question["message_id"] not in asked:
+            asked[question["message_id"]] = question["text"]
             decline(fake, question)
-        assert time.monotonic() < deadline, "the turn did not finish"
-        time.sleep(0.05)
-    return [text for _, text in asked]
+    return list(asked.values())
 
 
 def test_overwriting_or_emptying_owner_data_after_outside_content_needs_the_owner(
@@ -166,16 +176,7 @@ def _run_declining(fake, chat_server, start_turn, calls: list[str], reply: str) 
     """Start a turn whose model makes ``calls``; decline every question; the question texts."""
     chat_server.enqueue(*calls, json.dumps({"reply": reply}))
     start_turn()
-    asked: dict[int, str] = {}
-    deadline = time.monotonic() + 20
-    while not any(reply in t for t in texts(fake)):
-        question = pending_question(fake)
-        if question is not None and question["message_id"] not in asked:
-            asked[question["message_id"]] = question["text"]
-            decline(fake, question)
-        assert time.monotonic() < deadline, "the turn did not finish"
-        time.sleep(0.05)
-    return list(asked.values())
+    return _decline_until_replied(fake, reply)
 
 
 def test_a_per_skill_allow_still_asks_for_a_delete_after_a_forwarded_message(fake, start_bot, chat_server, workspace):

@@ -15,8 +15,13 @@ def _shown(fake) -> list[str]:
     return [call["params"].get("text", "") for call in fake.calls("sendMessage") + fake.calls("editMessageText")]
 
 
-def test_stop_ends_a_streamed_answer_and_keeps_what_was_shown(fake, start_bot, chat_server, workspace):
-    start_bot(stream=True)
+def test_stop_ends_a_streamed_answer_and_keeps_what_was_shown(fake, start_bot, chat_server, workspace, monkeypatch):
+    from messaging_llm_bot.conversation import progress as progress_mod
+
+    # The first live message 50 ms into the turn instead of 0.3 s, edits every 0.1 s instead of Telegram's 1 s
+    # (their own tests: test_telegram_progress.py): word5 is on screen, and the stop shown, sooner.
+    monkeypatch.setattr(progress_mod, "FIRST_MESSAGE_GRACE_SECONDS", 0.05)
+    start_bot(stream=True, edit_interval_seconds=0.1)
     chat_server.enqueue({"content": json.dumps({"reply": WORDS}), "chunk_delay": 0.02})
     fake.send_message("tell me a very long story")
     fake.wait_for(lambda: any("word5" in t for t in _shown(fake)), timeout=15)
