@@ -17,10 +17,10 @@ def wait_until(predicate, timeout: float = 10.0) -> None:
 
 
 def test_one_conversation_is_answered_strictly_in_order(bot_config, workspace, chat_server, make_agent):
-    chat_server.latency = 0.05
-
     def answer(request):
         user = request["messages"][-1]["content"].split("\n")[0]
+        if user == "msg0":  # held until all five wait in the conversation (was: every answer 0.05 s late)
+            wait_until(lambda: agent.pending("c1") == 5)
         return f"answer to {user}"
 
     chat_server.set_handler(answer)

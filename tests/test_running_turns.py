@@ -17,13 +17,14 @@ def test_wait_idle_waits_for_what_a_turn_leaves_running():
         turns = RunningTurns()
         done: list[str] = []
 
+        # Short sleeps (they were 0.2 s and 0.05 s): one event loop runs them in the same order at any length.
         async def left_behind() -> None:
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.02)
             done.append("left behind")
 
         async def turn() -> None:
             with turns.tracking():
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.01)
                 turns.track(asyncio.get_running_loop().create_task(left_behind()))
 
         task = asyncio.get_running_loop().create_task(turn())
