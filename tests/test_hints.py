@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from messaging_llm_bot.cli.main import main
-from tests.statements import parse
+from tests.statements import parse, statements
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / ".venv" / "bin"
@@ -28,9 +28,11 @@ BARE = re.compile(
 WORD = re.compile(r"assistant(?!\w)")
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
+def _docstrings(tree: ast.Module) -> set[int]:
     found = set()
-    for node in ast.walk(tree):
+    # A docstring opens a module's, a function's or a class's body; the last two are statements (tests/statements.py
+    # walks the statements only, not the expressions: the one walk of every node is the constants' below).
+    for node in [tree, *statements(tree)]:
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):

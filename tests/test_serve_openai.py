@@ -7,6 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import re
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,16 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
 ) -> None:
     import openai  # here, not at the top: its types cost every worker's collection half a second of CPU
 
+    from assistant_framework.tls import shared_httpx2_context
+
+    def client(token: str, timeout: float = 30) -> openai.OpenAI:
+        """The official client, as a caller makes it, with the TLS context its ``verify=True`` makes, made once
+        for the five clients here (each made it again: certifi's bundle read, about 35 ms of CPU apiece)."""
+        http = openai.DefaultHttpxClient(verify=shared_httpx2_context())
+        made = openai.OpenAI(base_url=base, api_key=token, max_retries=0, timeout=timeout, http_client=http)
+        weakref.finalize(made, http.close)  # as the client closes its own when it goes (a given one it leaves open)
+        return made
+
     chat_server.set_handler(model)
     workspace = tmp_path / "workspace"
     with FakeBotAPI() as fake:
@@ -109,7 +120,7 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
             port = re.search(r"web page: http://127\.0\.0\.1:(\d+)/", bot.run_log())
             assert port, bot.run_log()[-2000:]
             base = f"http://127.0.0.1:{port.group(1)}/v1"
-            desk = openai.OpenAI(base_url=base, api_key=DESK_TOKEN, max_retries=0, timeout=30)
+            desk = client(DESK_TOKEN)
             assert [m.id for m in desk.models.list()] == ["assistant"]
 
             # Not streamed: the answer used the skill; the turn is traced in the client's own conversation.
@@ -152,7 +163,7 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
             assert len(turns(chat_server)) == before
 
             # A client without skills is offered none, and a call it names anyway does not run.
-            bare = openai.OpenAI(base_url=base, api_key=BARE_TOKEN, max_retries=0, timeout=30)
+            bare = client(BARE_TOKEN)
             before = len(turns(chat_server))
             refused = bare.chat.completions.create(
                 model="assistant", messages=[{"role": "user", "content": "add 1 and 1"}]
@@ -162,7 +173,7 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
             assert not mentions(turns(chat_server)[before], "add 2 and 3"), "each client its own history"
 
             # send_file among its skills: not offered (no chat to send a file to), and a call of it is refused.
-            filer = openai.OpenAI(base_url=base, api_key=FILER_TOKEN, max_retries=0, timeout=30)
+            filer = client(FILER_TOKEN)
             before = len(turns(chat_server))
             refused = filer.chat.completions.create(
                 model="assistant", messages=[{"role": "user", "content": "send me the list"}]
@@ -175,7 +186,7 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
 
             # With approve_in_chat the `ask` call is asked in the owner's Telegram chat, naming the client; confirmed,
             # it runs and the client gets the answer.
-            asker = openai.OpenAI(base_url=base, api_key=ASKER_TOKEN, max_retries=0, timeout=60)
+            asker = client(ASKER_TOKEN, timeout=60)
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
                 pending = pool.submit(
                     asker.chat.completions.create,
@@ -192,7 +203,7 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
 
             # A wrong token: 401, and nothing runs (no model request).
             before = len(turns(chat_server))
-            stranger = openai.OpenAI(base_url=base, api_key="x" * 40, max_retries=0, timeout=30)
+            stranger = client("x" * 40)
             with pytest.raises(openai.AuthenticationError):
                 stranger.chat.completions.create(
                     model="assistant", messages=[{"role": "user", "content": "add 7 and 7"}]
