@@ -166,7 +166,9 @@ def test_stopping_the_queue_starts_no_job_while_the_running_ones_finish():
         stopping = asyncio.create_task(queue.stop(finish_seconds=30))
         await asyncio.sleep(0)  # stop has begun: from here no job may start
         before = len(polls)
-        asyncio.get_running_loop().call_later(0.2, release.set)  # fixed code: nothing else lets it go
+        # Fixed code: nothing else lets it go. 0.05 s is five of the poll's intervals (it was 0.2 s): one poll
+        # after stop began is already the bug, and the loop runs the due timers in order whatever the load.
+        asyncio.get_running_loop().call_later(0.05, release.set)
         await stopping
         return before, len(polls), bool(finished)
 
