@@ -43,6 +43,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "for rel in paths[:1]:\n            try:\n                if workspace.path(rel).is_file():",
         "a write naming a new file first and an existing one second overwrites without the owner",
         GUARD,
+        equivalent="the file skill, the only one the check applies to, writes exactly one path: a write naming two "
+        "(path and paths together, or two in paths) is refused by the skill before anything is written",
     ),
     Mutation(
         "guard-paths-key",
