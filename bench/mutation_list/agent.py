@@ -35,6 +35,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         'if "write" not in caps:',
         "a removal by a skill that declares only delete is judged by the policy alone",
         GUARD,
+        equivalent="the policy asks for every delete in an untrusted turn whatever it allows (policy.py "
+        "GUARDED_WHEN_UNTRUSTED), so a delete-only call is asked either way; this check only adds its reason",
     ),
     Mutation(
         "guard-first-path-only",
