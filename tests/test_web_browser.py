@@ -23,12 +23,13 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 # One Chromium for the module, started in the first test's setup (26 s once beside the rest of make test's
 # four workers), and a page walk that builds on it: its phases may pass the per-test bound of tests/tiers.py.
-pytestmark = pytest.mark.slow(reason="starts headless Chromium once for the module; the walk builds on it")
+pytestmark = [
+    pytest.mark.slow(reason="starts headless Chromium once for the module; the walk builds on it"),
+    pytest.mark.timeout(180),
+]
 
 if not chromium.installed():
     pytest.skip(chromium.missing(), allow_module_level=True)
-
-pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture(scope="module")
