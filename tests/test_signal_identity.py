@@ -41,6 +41,9 @@ def test_owner_number_from_another_account_is_refused_and_logged(start, daemon, 
     daemon.message(OWNER, "/now", uuid=IMPOSTOR, group_id=GROUP)
     daemon.message(FRIEND, "what did the owner say?", uuid=IMPOSTOR)
     daemon.message(OWNER, "what did I say?", uuid=FRIEND_ACCOUNT)  # an allowed account with the owner's number
+    no_account = daemon.envelope(OWNER, "what is my PIN?")  # the owner's pinned number, no account given
+    no_account["envelope"]["sourceUuid"] = None
+    daemon.deliver(no_account)
     daemon.message(OWNER, "/now")  # the owner's own account is still served, after everything above
     wait_for(lambda: len(daemon.sent_to(OWNER)) == 2, what="the owner's second /now")
     assert OWNER_SECRET in daemon.sent_to(OWNER)[1]["message"]
