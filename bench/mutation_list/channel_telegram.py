@@ -62,4 +62,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a Bot API answering getMe late once at start-up (slow network, loaded machine) ends the bot with exit 1",
         ("test_telegram_lifecycle.py",),
     ),
+    Mutation(
+        "telegram-confirmed-before-synced",
+        f"{BOT}/channels/telegram/intake.py",
+        "        return min(offset, self._unconfirmed)",
+        "        return offset",
+        "while the inbox cannot fsync a polled message, Telegram is told it arrived: a power loss loses it",
+        ("test_reliability_disk.py",),
+    ),
 )

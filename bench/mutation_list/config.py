@@ -139,4 +139,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a runner without a model, a serve client without token_env passes validation (fails at start instead)",
         ("test_config_schema.py", "test_config.py"),
     ),
+    Mutation(
+        "config-yaml-flow-unbounded",
+        f"{AF}/config/limits.py",
+        "        if self.flow_level >= MAX_FLOW_DEPTH:",
+        "        if False:",
+        "a YAML line of open brackets is scanned to its end (quadratic: seconds of CPU) before the depth is refused",
+        ("test_config.py",),
+    ),
 )
