@@ -153,7 +153,7 @@ class ChannelIntake:
         try:
             await asyncio.to_thread(self.inbox.sync_accepted)
         except OSError as err:
-            pause = self.storage.failed(err, "the messages written and not yet synced")
+            pause = self.storage.failed(err, "what was written and not yet synced")
             if self.wait is not None and not self.stopping():
                 await self.wait(pause)
             return False
