@@ -3,7 +3,8 @@ login before STARTTLS) and aiosmtpd (SMTPS, and SMTP that refuses MAIL before ST
 127.0.0.1 signed by a CA made for this module (tests/certs.py). A mail is fetched over IMAPS and answered over
 SMTP with STARTTLS, and the other way round; the trust is the server's ``ca_file`` or ``SSL_CERT_FILE``
 (assistant_framework/tls.py). A certificate no trusted CA signed, or made out to another name, is one sentence
-naming what to set, no traceback, and the mail waits for the next look.
+naming what to set, no traceback, and the mail waits for the next look. The ``mail`` skill's SMTP takes the
+same trust and says the same sentence.
 
 The four servers are started once for the module (a few ms each) and the CA made once (three openssl runs)."""
 
@@ -20,6 +21,9 @@ import pytest
 
 from assistant_framework.config.settings.email import ImapSettings
 from assistant_framework.config.settings.mail import SmtpSettings
+from assistant_framework.skills.loader import load_skill_folder
+from assistant_framework.skills.spec import SkillContext
+from assistant_framework.workspace import Workspace
 from tests.certs import make_ca
 from tests.email_harness import BOT, CURSOR, OWNER, PASSWORD, body, mail, wait_mails
 from tests.fakes.imap_server import FakeIMAPServer
@@ -193,3 +197,27 @@ def test_a_certificate_for_another_name_untrusted_servers_and_an_unreadable_ca_f
             None, None
         )
     assert str(unreadable.value).startswith(f"email.imap.ca_file {missing!r} cannot be read as CA certificates")
+
+
+def test_the_mail_skill_sends_over_smtps_with_its_ca_file_and_names_it_for_an_untrusted_certificate(
+    smtps, certs, tmp_path
+):
+    """The ``mail`` skill's SMTP (skills/mail/smtp.py) takes the same context and says the same sentence."""
+    skill = load_skill_folder(Path(__file__).resolve().parent.parent / "skills" / "mail")
+    workspace = Workspace(tmp_path / "ws")
+    smtps.clear()
+    args = {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "I'll come."}
+
+    def context(**trust: str) -> SkillContext:
+        smtp = {"host": "127.0.0.1", "port": smtps.port, "security": "ssl", **trust}
+        return SkillContext(
+            conversation_id="tg:1", config={"mail": {"from": "Owner <owner@example.org>", "smtp": smtp}}
+        )
+
+    with pytest.raises(ValueError) as untrusted:
+        skill.run(workspace, dict(args), context())
+    assert "the mail could not be sent: the server's certificate is not trusted" in str(untrusted.value)
+    assert "set mail.smtp.ca_file" in str(untrusted.value) and not smtps.messages
+    assert skill.run(workspace, dict(args), context(ca_file=str(certs.ca))).startswith("sent to anna@example.org")
+    [sent] = smtps.messages
+    assert sent["Subject"] == "Saturday"

@@ -8,7 +8,7 @@ from pathlib import Path
 import certifi
 import pytest
 
-from assistant_framework.tls import shared_context, shared_httpx2_context, system_context
+from assistant_framework.tls import certificate_refused, shared_context, shared_httpx2_context, system_context
 
 
 def _one_ca(tmp_path: Path) -> Path:
@@ -91,6 +91,14 @@ def test_a_ca_file_is_trusted_alone_and_read_again_when_it_changes(tmp_path: Pat
     (tmp_path / "empty.pem").write_text("not a certificate\n")
     with pytest.raises(ssl.SSLError):
         system_context(str(tmp_path / "empty.pem"))
+
+
+def test_a_refused_certificate_says_what_to_set_only_when_a_setting_can_help() -> None:
+    """An untrusted CA and another name are met by the servers of tests/test_email_tls.py; an expired certificate
+    is not fixed by trusting its CA or by another host name: the sentence only says why."""
+    expired = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    expired.verify_code, expired.verify_message = 10, "certificate has expired"
+    assert certificate_refused(expired, "email.imap") == "the server's certificate is refused (certificate has expired)"
 
 
 def test_no_tls_context_of_the_project_is_made_outside_tls_py() -> None:
