@@ -116,7 +116,9 @@ def email_smtp_server():
 @pytest.fixture
 def email_smtp(email_smtp_server):
     """The module's SMTP server, emptied for this test."""
-    email_smtp_server.clear()
+    with email_smtp_server._lock:
+        email_smtp_server.messages.clear()
+        email_smtp_server.recipients.clear()
     return email_smtp_server
 
 

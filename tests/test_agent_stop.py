@@ -3,6 +3,7 @@ nothing half-done is kept, and the conversation goes on."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -155,7 +156,9 @@ class _Lines:
         pass
 
 
-def test_sigterm_still_leaves_the_terminal_chat_at_once(bot_config, workspace, chat_server, tmp_path):
+def test_sigterm_still_leaves_the_terminal_chat_at_once(bot_config, workspace, chat_server, tmp_path, caplog):
+    """And leaves nothing pending on the chat's loop: the typed line's task, still waiting for its turn, was
+    destroyed pending once the loop closed ("Task was destroyed but it is pending!" on stderr at the end)."""
     from messaging_llm_bot.channels.console.chat import run_console
 
     chat_server.enqueue({"content": '{"reply": "late"}', "delay": 5.0})
@@ -171,6 +174,8 @@ def test_sigterm_still_leaves_the_terminal_chat_at_once(bot_config, workspace, c
         assert run_console(runtime, TypedLines(["hi\n", "never read\n"]), out, _Lines()) == 0  # left, not waited for
         assert "late" not in out.text
         assert [item.payload["text"] for item in Inbox(workspace).pending()] == ["hi"]  # stays for the next start
+        gc.collect()  # a task left pending on the closed loop says so as it is collected
+        assert not [r.getMessage() for r in caplog.records if "destroyed but it is pending" in r.getMessage()]
     finally:
         runtime.shutdown(5)
 

@@ -394,6 +394,26 @@ def test_stop_ends_the_answer_being_written_and_declines_an_open_question(start,
     wait_for(lambda: any("nothing to stop" in s["message"] for s in daemon.sent_to(OWNER)), what="nothing to stop")
 
 
+def test_the_bots_stop_declines_an_open_question_at_once_and_the_turn_ends(start, daemon, chat_server, workspace):
+    """The bot stopping while a turn waits for the owner's yes: no reply is read any more, so the question is
+    declined at once and the turn ends within the stop (it waited out the stop's bound, then its thread the
+    question's timeout past the bot's loop)."""
+
+    def patch(config: dict) -> None:
+        _ask_writes(config)
+        config.setdefault("runtime", {})["shutdown_timeout_seconds"] = 60
+
+    chat_server.enqueue(SAVE, '{"reply": "Not saved."}')
+    bot = start(patch=patch)
+    daemon.message(OWNER, "note groceries: bread")
+    [question] = daemon.wait_sent(1)
+    assert question["message"].startswith("Confirm this action?")
+    assert bot.stop() == 0
+    assert bot.service.shutdown.turns.pool.running == 0  # the turn's thread ended with the stop
+    assert not workspace.exists("notes/groceries.md")
+    assert "did not confirm" in chat_server.chat_requests[-1]["messages"][-1]["content"]
+
+
 def test_stop_lets_the_turn_in_flight_finish(start, daemon, chat_server, workspace):
     """A graceful stop waits for the answer being written (runtime.shutdown_timeout_seconds); it is not
     cancelled midway, which would leave a sent reply in the inbox to be sent again at the next start."""

@@ -80,6 +80,12 @@ def test_a_stop_mid_album_loses_no_photo_and_the_next_start_answers_the_album_on
             fake.send_photo(OWNER, png_bytes(side, side), media_group_id="S1")
     assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
     assert bot.stop() == 0  # the turn is cut off: nothing was answered
+    # Its model call with it: when the stop returns the turn has ended (hung up on, traced as stopped), no thread
+    # of it is left to answer later into the bot's closed loop ("Event loop is closed" at the end of the run)
+    # or to fail its model call once the fakes are gone.
+    traces = bot.runtime.agent.traces
+    assert ["stopped" in str(traces.load(one).get("error")) for one in traces.ids()] == [True]
+    assert bot.service.shutdown.turns.pool.running == 0
     assert [t for t in texts(fake) if t] == []
     assert len(Inbox(workspace).pending("tg:")) == 3  # every part kept for the next start
     chat_server.enqueue('{"reply": "All three, at last."}')

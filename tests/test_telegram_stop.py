@@ -50,6 +50,21 @@ def test_stop_declines_an_open_confirmation(fake, start_bot, chat_server, worksp
     assert len(chat_server.chat_requests) == 1  # no round after the stop
 
 
+def test_the_bots_stop_declines_an_open_confirmation_at_once_and_the_turn_ends(fake, start_bot, chat_server, workspace):
+    """The bot stopping while a turn waits for the owner's button: no press can come any more, so the question
+    is declined at once and the turn goes on to its end within the stop's wait. Its thread waited out the
+    question's timeout (5 minutes and 30 s) instead, past the bot's loop, holding the process's exit."""
+    workspace.write_text("notes/important.md", "# Important\n")
+    bot = start_bot(config_patch=lambda config: config.setdefault("runtime", {}).update(shutdown_timeout_seconds=60))
+    chat_server.enqueue(DELETE, '{"reply": "Okay, I kept it."}')
+    fake.send_message("delete notes/important.md")
+    approval_question(fake)
+    assert bot.stop() == 0
+    assert bot.service.shutdown.turns.pool.running == 0  # the turn ended
+    assert workspace.exists("notes/important.md")
+    assert "did not confirm" in chat_server.chat_requests[-1]["messages"][-1]["content"]
+
+
 def test_stop_with_nothing_running_says_so(fake, start_bot, chat_server):
     start_bot()
     fake.send_message("/stop")

@@ -65,6 +65,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the owner's 'no' on Signal confirms the call",
         (*CHANNEL_KIT, "test_signal.py"),
     ),
+    # -- a channel's stop: nothing of a turn outlives the channel's loop (conversation/shutdown.py, pool.py) ------
+    Mutation(
+        "stop-question-left-open",
+        f"{BOT}/conversation/shutdown.py",
+        "        declined = decline_questions_on(loop)",
+        "        declined = 0",
+        "a question open at a stop waits out its timeout: the stop (and the process's exit) with it",
+        ("test_telegram_stop.py",),
+    ),
+    Mutation(
+        "stop-turn-calls-left-running",
+        f"{BOT}/conversation/pool.py",
+        "            stop()",
+        "            pass",
+        "a turn given up on at a stop goes on in its thread past the channel's loop: a late model call, a closed loop",
+        ("test_telegram_albums.py",),
+    ),
+    Mutation(
+        "stop-loop-tasks-left-pending",
+        f"{BOT}/conversation/shutdown.py",
+        "            left = asyncio.all_tasks(loop)",
+        "            left = set()",
+        "a task left on a channel's loop at its end is destroyed pending (the terminal chat's typed line at SIGTERM)",
+        ("test_agent_stop.py",),
+    ),
     # -- scheduled jobs (jobs/, skills/jobs, agent/guard.py SCHEDULING_SKILLS) -------------------------
     Mutation(
         "jobs-route-ignores-chat",

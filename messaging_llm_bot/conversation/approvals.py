@@ -9,13 +9,21 @@ outside content is in view; agent/guard.py). A channel only sends the question a
 answer back: Telegram and Slack with buttons (``OpenQuestions.ask_with_buttons``: the question's life, and
 what its message says once answered, ``chosen_text``), Signal, Matrix and WhatsApp by the owner's next
 message (``ReplyApprovals``, below).
+
+A question a worker thread waits for ends with its channel: at the stop (``decline_questions_on`` the channel's
+loop) every question open on that loop is declined at once and any asked later is declined unasked, so a turn
+waiting for an answer that can no longer come goes on at once instead of holding the stop, and the process's
+exit, for the timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
+import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any, TypeVar
 
@@ -98,6 +106,57 @@ def chosen_text(answer: Answer | None) -> str:
 def fail_closed(answer: object) -> Answer:
     """Only a confirm or an allowance passes; anything else (an error's value, None) is a decline."""
     return answer if answer is True or answer == ALLOW_CONVERSATION else False
+
+
+class _Waiting:
+    """The questions worker threads wait for, per event loop they are asked on, and the loops whose channel
+    stopped (any thread)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._asked: dict[asyncio.AbstractEventLoop, set[concurrent.futures.Future[Answer]]] = {}
+        self._ended: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+    def ask(
+        self, ask: Coroutine[Any, Any, Answer], loop: asyncio.AbstractEventLoop
+    ) -> concurrent.futures.Future[Answer] | None:
+        """``ask`` run on ``loop``, its answer's future kept until it is done; None (``ask`` closed) when the
+        loop's channel stopped."""
+        with self._lock:
+            if loop in self._ended or loop.is_closed():
+                ask.close()
+                return None
+            future = asyncio.run_coroutine_threadsafe(ask, loop)
+            self._asked.setdefault(loop, set()).add(future)
+        future.add_done_callback(lambda done: self._done(loop, done))
+        return future
+
+    def _done(self, loop: asyncio.AbstractEventLoop, future: concurrent.futures.Future[Answer]) -> None:
+        with self._lock:
+            waiting = self._asked.get(loop)
+            if waiting is not None:
+                waiting.discard(future)
+                if not waiting:
+                    del self._asked[loop]
+
+    def end(self, loop: asyncio.AbstractEventLoop) -> int:
+        """``loop``'s channel stops: its questions end (their threads woken), later ones are not asked; how many
+        were open."""
+        with self._lock:
+            self._ended.add(loop)
+            waiting = self._asked.pop(loop, set())
+        for future in waiting:
+            future.cancel()  # the thread wakes at once; the question's task on the loop is cancelled
+        return len(waiting)
+
+
+_WAITING = _Waiting()
+
+
+def decline_questions_on(loop: asyncio.AbstractEventLoop) -> int:
+    """At a channel's stop: every question a worker thread waits for on ``loop`` (the channel's) is declined now,
+    and any asked there later is declined without being asked; how many were open."""
+    return _WAITING.end(loop)
 
 
 class OpenQuestions:
@@ -202,9 +261,14 @@ class OpenQuestions:
         """A blocking ``approve`` for the agent's worker thread: ``ask`` runs on ``loop``; any failure is a no."""
 
         def approve(request: ApprovalRequest) -> Answer:
-            future = asyncio.run_coroutine_threadsafe(ask(request), loop)
+            future = _WAITING.ask(ask(request), loop)
             try:
+                if future is None:
+                    raise concurrent.futures.CancelledError
                 return fail_closed(future.result(self.timeout_seconds + 30))
+            except concurrent.futures.CancelledError:
+                log.info("approvals: the confirmation in %s is declined: the channel stops", where)
+                return False
             except Exception:  # noqa: BLE001 - fail closed
                 log.exception("approvals: the confirmation in %s failed", where)
                 return False

@@ -14,6 +14,7 @@ reply goes out through the ledger and the run gets its line in ``jobs/runs.jsonl
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -167,7 +168,8 @@ async def make_job_reply(
             approve=None,
             job=run.job_id,
         )
-        result = await pool.run(_background_turn, runtime.agent.handle, incoming)
+        stop = functools.partial(runtime.agent.stop, item.conversation_id)  # a stop that gives up on the run
+        result = await pool.run(_background_turn, runtime.agent.handle, incoming, stop=stop)
         failed = None if result.ok else (result.reply or "the turn failed")
         made = JobReply(prompt_reply(run, started, reply_text(result)), result.ok, failed)
     text = made.text or ""

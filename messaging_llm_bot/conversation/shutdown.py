@@ -2,7 +2,12 @@
 file), then at the stop no new turns, the running ones get ``runtime.shutdown_timeout_seconds``, then they are
 cancelled and their messages stay in the inbox for the next start; a second stop request (Ctrl-C, SIGTERM)
 cancels them at once. The channel stops taking messages its own way (``on_begin``: PTB's stop, the end of an
-event stream) and calls ``finish`` once it has; the first channel of a process shuts the runtime down."""
+event stream) and calls ``finish`` once it has; the first channel of a process shuts the runtime down.
+
+Nothing of a turn outlives the channel's loop: a question of an ``ask`` call open at the stop is declined at
+once (no answer can come any more), a turn given up on has its call in the turn pool stopped too (a model call
+hung up), ``finish`` waits a bound for the pool's threads, and the loop is closed with every task still on it
+cancelled and ended (a typed line's task, a send a thread waits for)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ from typing import Any, TextIO
 import filelock
 
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.approvals import decline_questions_on
+from messaging_llm_bot.conversation.pool import STOP_WAIT_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import ChannelTurns
 
@@ -74,10 +81,18 @@ def run_own_loop(
 
 
 def close_loop(loop: asyncio.AbstractEventLoop | None) -> None:
-    """Close a channel's loop once it has run, its async generators first: left open, its selector and
-    self-pipe leak with every run of a channel in one process."""
+    """Close a channel's loop once it has run: the tasks still on it (a typed line's, a send a turn's thread
+    waits for) cancelled and run to their end first, else each is destroyed pending ("Task was destroyed but it
+    is pending!" on stderr) and a thread waiting for one waits on; then its async generators. Left open, its
+    selector and self-pipe leak with every run of a channel in one process."""
     if loop is not None and not loop.is_closed():
         try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            if left:
+                log.debug("%d task(s) left on the loop at its end: cancelled", len(left))
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
@@ -141,13 +156,19 @@ class ChannelStop:
             running,
         )
         loop = self.loop or asyncio.get_event_loop()
+        declined = decline_questions_on(loop)  # no answer can come now: a turn waiting for one goes on at once
+        if declined:
+            log.info("%s: %d open question(s) of ask calls declined: the channel stops", self.channel, declined)
         self._deadline = loop.time() + self.timeout
         self._watchdog = loop.call_later(self.timeout, self.give_up)
         self.on_begin()
 
     def give_up(self) -> None:
-        """Cancel the turns still running: their messages stay in the inbox for the next start."""
+        """Cancel the turns still running, their calls in the turn pool stopped too: their messages stay in the
+        inbox for the next start."""
         cancelled = self.turns.cancel_all() if self.turns is not None else 0
+        if self.turns is not None:
+            self.turns.pool.stop_calls()
         if cancelled:
             log.warning(
                 "%s: %d turn(s) did not finish within %.0f s; their messages stay in the inbox and are answered "
@@ -165,6 +186,16 @@ class ChannelStop:
             if not await self.turns.wait_idle(left):
                 self.give_up()
                 await self.turns.wait_idle(1.0)
-            self.turns.pool.shutdown()
+            # The pool's threads told to stop and waited for, within a bound: one still running past it would
+            # report to a closed loop (or hold the process's exit until it ends).
+            running = await asyncio.to_thread(self.turns.pool.wait_calls, STOP_WAIT_SECONDS)
+            if running:
+                log.warning(
+                    "%s: %d turn thread(s) still running %.0f s after they were told to stop; the channel ends "
+                    "without them",
+                    self.channel,
+                    running,
+                    STOP_WAIT_SECONDS,
+                )
         if self._watchdog is not None:
             self._watchdog.cancel()

@@ -11,6 +11,7 @@ and the ledger's records as parts go out.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -216,7 +217,8 @@ class ChannelTurns:
         # llm.stream asks the model for a stream (/stop then cuts it off at once); the channel decides whether
         # the message shows it.
         incoming = agent_incoming(request, agent.settings.llm.stream or self.ALWAYS_STREAM, approve, on_event)
-        answered = await self.pool.run(agent.handle, incoming, owner_turn=request.from_owner)
+        stop = functools.partial(agent.stop, request.conversation_id)  # a stop that gives up on the turn
+        answered = await self.pool.run(agent.handle, incoming, owner_turn=request.from_owner, stop=stop)
         text = reply_text(answered)
         return f"{text}\n\n{request.notice}" if request.notice else text
 
