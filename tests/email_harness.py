@@ -116,9 +116,7 @@ def email_smtp_server():
 @pytest.fixture
 def email_smtp(email_smtp_server):
     """The module's SMTP server, emptied for this test."""
-    with email_smtp_server._lock:
-        email_smtp_server.messages.clear()
-        email_smtp_server.recipients.clear()
+    email_smtp_server.clear()
     return email_smtp_server
 
 

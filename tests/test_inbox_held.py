@@ -133,6 +133,12 @@ def test_telegram_webhook_mode_holds_a_message_it_cannot_store_and_answers_it_on
     fake.wait_for(lambda: any("I cannot save messages right now" in t for t in texts(fake)), timeout=10)
     fake.wait_for(lambda: bot.service.storage.tries >= 2)  # tried again
     assert asked(chat_server) == []
+    # /stop does not wait behind the update held in the chat's order (there is no turn to stop yet).
+    stop = update(931, "/stop")
+    stop["message"]["entities"] = [{"type": "bot_command", "offset": 0, "length": len("/stop")}]
+    assert post(port, stop, secret=secret).status_code == 200
+    fake.wait_for(lambda: any("nothing to stop" in t for t in texts(fake)), timeout=10)
+    assert not any(t.startswith("re:") for t in texts(fake))  # the held message is still held
     repair_inbox(pending)
     fake.wait_for(lambda: "re: held over the webhook" in texts(fake), timeout=15)
     assert asked(chat_server) == ["held over the webhook"]

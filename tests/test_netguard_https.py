@@ -9,9 +9,7 @@ checked against the address instead of the name fails.
 
 from __future__ import annotations
 
-import shutil
 import ssl
-import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,104 +19,22 @@ import requests
 
 from assistant_framework import netguard
 from assistant_framework.netguard import GuardedSession
+from tests.certs import make_ca
 from tests.fakes.dns import FakeDNS, loopback_usable
 
 PINNED, OTHER, INTRANET = "pinned.example", "other.example", "intranet.example"
-
-_CONFIG = """\
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = placeholder
-[ca]
-basicConstraints = critical, CA:TRUE
-keyUsage = critical, keyCertSign, cRLSign
-subjectKeyIdentifier = hash
-[leaf]
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = serverAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-subjectAltName = DNS:$ENV::SAN_NAME
-"""
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
     """A test CA and one certificate (with a DNS SAN, no IP SAN) per made-up name: {name: (cert, key)}."""
-    if shutil.which("openssl") is None:
+    ca = make_ca(tmp_path_factory.mktemp("pki"), "netguard test CA")
+    if ca is None:
         pytest.skip("the openssl command is not installed; it makes the test certificates")
-    folder = tmp_path_factory.mktemp("pki")
-    config = folder / "openssl.cnf"
-    config.write_text(_CONFIG)
-
-    def openssl(*args: str, name: str = "unused") -> None:
-        subprocess.run(
-            ["openssl", *args],
-            check=True,
-            capture_output=True,
-            cwd=folder,
-            env={"PATH": "/usr/bin:/bin:/usr/local/bin", "SAN_NAME": name, "OPENSSL_CONF": str(config)},
-        )
-
-    key_options = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    openssl(
-        "req",
-        "-x509",
-        *key_options,
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=netguard test CA",
-        "-config",
-        str(config),
-        "-extensions",
-        "ca",
-    )
-    certs = {"ca": str(folder / "ca.pem")}
-    for serial, name in enumerate((PINNED, OTHER, INTRANET), start=1):
-        openssl(
-            "req",
-            "-new",
-            *key_options,
-            "-keyout",
-            f"{name}.key",
-            "-out",
-            f"{name}.csr",
-            "-subj",
-            f"/CN={name}",
-            "-config",
-            str(config),
-            name=name,
-        )
-        openssl(
-            "x509",
-            "-req",
-            "-in",
-            f"{name}.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-set_serial",
-            str(serial),
-            "-days",
-            "2",
-            "-out",
-            f"{name}.pem",
-            "-extfile",
-            str(config),
-            "-extensions",
-            "leaf",
-            name=name,
-        )
-        certs[name] = (str(folder / f"{name}.pem"), str(folder / f"{name}.key"))
+    certs = {"ca": str(ca.cert)}
+    for name in (PINNED, OTHER, INTRANET):
+        cert, key = ca.issue(name, f"DNS:{name}")
+        certs[name] = (str(cert), str(key))
     return certs
 
 

@@ -164,6 +164,14 @@ def test_edited_message_is_not_answered_again(fake, start_bot, chat_server):
     fake.send_message("next")
     fake.wait_for_messages(OWNER, 2)
     assert [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests] == ["hello", "next"]
+    # A command edited into another is no second command either (edits are not even fetched: ALLOWED_UPDATES).
+    command = fake.send_message("/help")
+    fake.wait_for_messages(OWNER, 3)
+    fake.edit_message(OWNER, command["message"]["message_id"], "/status")
+    fake.send_message("/why")
+    replies = [m["text"] for m in fake.wait_for_messages(OWNER, 4)]
+    assert "Commands" in replies[2] and "No memories were recalled" in replies[3], replies
+    assert len(chat_server.chat_requests) == 2
 
 
 def test_one_chat_in_order_while_other_chats_run_concurrently(fake, start_bot, chat_server):

@@ -73,6 +73,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("assistant_framework/settings", "config"),
     ("assistant_framework/netguard", "access"),
     ("assistant_framework/http_deadline", "access"),
+    ("assistant_framework/tls", "access"),
     ("assistant_framework/spending", "memory"),
     ("messaging_llm_bot/protocol", "protocol"),
     ("messaging_llm_bot/channels", "conversation"),

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from mutation_list.common import ACCESS, AF, AGENT_SKILLS, HTTP_DEADLINE, NET, POLICY, REDACTION, Mutation
+from mutation_list.common import (
+    ACCESS,
+    AF,
+    AGENT_SKILLS,
+    EMAIL_TLS,
+    HTTP_DEADLINE,
+    NET,
+    POLICY,
+    REDACTION,
+    Mutation,
+)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- who sees the owner's data (access.py) ----------------------------------------------------------
@@ -216,5 +226,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair"})',
         "a guest approves a drafted skill with /drafts approve",
         AGENT_SKILLS,
+    ),
+    # -- the mail clients' TLS context (tls.py) ---------------------------------------------------------
+    Mutation(
+        "mail-certificate-unverified",
+        f"{AF}/tls.py",
+        "    return ssl.create_default_context()",
+        "    return ssl._create_unverified_context()",
+        "the mail servers' certificates are not checked: a man in the middle reads the login and the mail",
+        (*EMAIL_TLS, "test_tls.py"),
     ),
 )

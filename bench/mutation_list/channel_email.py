@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, EMAIL, KIT_EMAIL, PAIRING, Mutation
+from mutation_list.common import BOT, EMAIL, EMAIL_TLS, KIT_EMAIL, PAIRING, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -101,5 +101,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        return True",
         "a pairing code is mailed to whatever From a stranger's mail claims (backscatter to a forged sender)",
         PAIRING,
+    ),
+    Mutation(
+        "email-imap-starttls-skipped",
+        f"{BOT}/channels/email/servers.py",
+        "            if context is not None:",
+        "            if False:",
+        'with imap.security "starttls" the login and the mail cross the network in clear text',
+        EMAIL_TLS,
+    ),
+    Mutation(
+        "email-smtp-starttls-skipped",
+        f"{BOT}/channels/email/servers.py",
+        '            if context is not None and settings.security == "starttls":',
+        "            if False:",
+        'with smtp.security "starttls" the login and every reply cross the network in clear text',
+        EMAIL_TLS,
     ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mutation_list.common import BOT, BUSY, TELEGRAM, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
-    # -- Telegram: allowlist and owner-only commands (channels/telegram/access.py, intake.py, commands.py) -----
+    # -- Telegram: allowlist and owner-only commands (channels/telegram/access.py, intake.py) -------------------
     Mutation(
         "telegram-group-is-owner",
         f"{BOT}/channels/telegram/access.py",
@@ -69,5 +69,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        return offset",
         "while the inbox cannot fsync a polled message, Telegram is told it arrived: a power loss loses it",
         ("test_reliability_disk.py",),
+    ),
+    # -- Telegram's commands through the shared intake (channels/telegram/intake.py) ------------------------------
+    Mutation(
+        "telegram-command-for-other-bot-answered",
+        f"{BOT}/channels/telegram/intake.py",
+        "        if for_other_bot(message, bot.username):\n            return\n",
+        "",
+        "a group's /help@otherbot is answered by this bot too (and an owner-only one refused to a friend)",
+        ("test_telegram_commands.py",),
+    ),
+    Mutation(
+        "telegram-stop-waits-in-order",
+        f"{BOT}/channels/telegram/intake.py",
+        '        if command_name(message) == "stop":\n            await answer',
+        "        if False:\n            await answer",
+        "/stop waits behind an update held for the inbox (webhook mode) instead of stopping the turn at once",
+        ("test_inbox_held.py",),
+    ),
+    Mutation(
+        "telegram-reset-without-buttons",
+        f"{BOT}/channels/telegram/intake.py",
+        "            ask_reset=functools.partial(self.ask_reset, message),\n",
+        "",
+        "/reset in Telegram asks to type /reset yes: the Clear history and Cancel buttons are gone",
+        ("test_telegram_commands.py",),
     ),
 )

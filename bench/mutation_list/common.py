@@ -40,6 +40,8 @@ EMAIL = (
     "test_email_doctor.py",
     *KIT_EMAIL,
 )
+#: The email channel over TLS against real servers, and the mail clients' TLS context (assistant_framework/tls.py).
+EMAIL_TLS = ("test_email_tls.py",)
 SERVE_MCP = ("test_serve_mcp.py",)
 OWNER_CHATS = ("test_owner_chats.py",)
 SERVE_CHAT = ("test_serve_openai.py",)

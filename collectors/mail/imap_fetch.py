@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from assistant_framework.collectors.spec import CollectorConfig
+from assistant_framework.tls import system_context
 
 from .records import FolderCursor
 
@@ -66,12 +67,14 @@ def password_from(config: CollectorConfig) -> str:
 
 
 def ssl_context(config: CollectorConfig) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=config.get("ca_file") or None)
+    """The process's context for ``ca_file`` (assistant_framework/tls.py), or one that verifies nothing."""
     if config.get("tls_verify", True) is False:
         # Only for a local server with a self-made certificate, by explicit config.
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    return ctx
+        return ctx
+    return system_context(config.get("ca_file") or "")
 
 
 def connect(config: CollectorConfig) -> imaplib.IMAP4:

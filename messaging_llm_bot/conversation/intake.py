@@ -5,9 +5,9 @@ backlog), stored in the durable inbox (held while the inbox cannot store: conver
 to the sender's running turn (busy modes, conversation/busy.py) or queued in its chat. A platform told that a
 message arrived only once it is stored (Telegram: the next ``getUpdates`` confirms what the last one returned)
 stores a batch first (``store_all``) and hands each item on in its chat's order later (``take`` with
-``stored``). A ``/command`` typed as a message (no platform commands) is answered here too: ``/stop`` at once,
-the others in the chat's order. At start, what the last run left is answered first (``replay``), and a job run
-takes its place in the owner's queue (``start_job``).
+``stored``). A ``/command`` (typed as a message, or Telegram's bot command read from its entity) is answered
+here too: ``/stop`` at once, the others in the chat's order. At start, what the last run left is answered
+first (``replay``), and a job run takes its place in the owner's queue (``start_job``).
 """
 
 from __future__ import annotations
@@ -180,18 +180,23 @@ class ChannelIntake:
         owner: bool,
         owner_data: bool,
         decline: Callable[[], object],
+        ask_reset: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """A ``/command`` typed as a message. ``/stop`` at once (it is about the turn the chat's queue waits for):
         the conversation's running turn ends and ``decline`` answers no to its open question; any other in the
         chat's order (conversation/commands.py's ``command_reply``; ``owner_data``: the owner's own one-to-one
         chat, for the owner-only ones), refused beyond the chat's bound. ``owner``: the owner sent it (first
-        for a free slot, never refused)."""
-        runtime, chat = self.turns.runtime, self.queue_of(conversation_id)
-        if texts.command_word(text) == "stop":
+        for a free slot, never refused). ``ask_reset``: a channel with buttons asks /reset's question itself
+        (Telegram), in its place in the chat's order; without it the question asks for ``/reset yes``."""
+        runtime, chat, word = self.turns.runtime, self.queue_of(conversation_id), texts.command_word(text)
+        if word == "stop":
             await say(texts.stop_turn(runtime, conversation_id, decline))
             return
 
         async def answer() -> None:
+            if ask_reset is not None and word == "reset":
+                await ask_reset()
+                return
             await say(
                 await asyncio.to_thread(texts.command_reply, runtime, conversation_id, text, owner_data=owner_data)
             )

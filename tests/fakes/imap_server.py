@@ -10,7 +10,8 @@ Usage::
 
 ``security`` is "plain" (no TLS), "starttls" (STARTTLS required before LOGIN) or
 "tls" (implicit TLS); the TLS modes need ``cert_file``/``key_file`` (see
-:func:`make_self_signed_cert`). Messages are added with real IMAP APPENDs.
+:func:`make_self_signed_cert`, or tests/certs.py with ``ca_file``, the CA the test's own client trusts).
+Messages are added with real IMAP APPENDs.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class FakeIMAPServer:
         security: str = "plain",
         cert_file: Path | None = None,
         key_file: Path | None = None,
+        ca_file: Path | None = None,
     ) -> None:
         if security not in ("plain", "starttls", "tls"):
             raise ValueError(f"FakeIMAPServer security {security!r}: expected plain, starttls or tls")
@@ -93,6 +95,7 @@ class FakeIMAPServer:
         self.security = security
         self.cert_file = cert_file
         self.key_file = key_file
+        self.ca_file = ca_file or cert_file  # a self-signed certificate is its own CA
         self.host = "127.0.0.1"
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -172,12 +175,12 @@ class FakeIMAPServer:
     def client(self) -> imaplib.IMAP4:
         """A logged-in imaplib client (the test's own, for seeding)."""
         if self.security == "tls":
-            ctx = ssl.create_default_context(cafile=str(self.cert_file))
+            ctx = ssl.create_default_context(cafile=str(self.ca_file))
             conn: imaplib.IMAP4 = imaplib.IMAP4_SSL(self.host, self.port, ssl_context=ctx, timeout=10)
         else:
             conn = imaplib.IMAP4(self.host, self.port, timeout=10)
             if self.security == "starttls":
-                conn.starttls(ssl.create_default_context(cafile=str(self.cert_file)))
+                conn.starttls(ssl.create_default_context(cafile=str(self.ca_file)))
         # imaplib's APPEND writes the literal after the server's "+" in small pieces: without TCP_NODELAY each
         # APPEND waited for a delayed ACK (~45 ms on Linux loopback; 1 ms with it).
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -6,6 +6,9 @@ Usage::
     with FakeSMTPServer() as server:
         ... smtplib.SMTP("127.0.0.1", server.port) ...
         [message] = server.messages      # email.message.EmailMessage, as received
+
+``security`` is "plain" (no TLS), "starttls" (STARTTLS required before MAIL) or "tls" (implicit TLS, SMTPS);
+the TLS modes need ``cert_file``/``key_file`` (tests/certs.py makes a CA and a certificate for 127.0.0.1).
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from __future__ import annotations
 import email
 import email.policy
 import socket
+import ssl
 import threading
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 from aiosmtpd.controller import Controller
@@ -34,9 +39,18 @@ class _Keep:
 
 
 class FakeSMTPServer:
-    """An SMTP server without TLS or login on a free loopback port."""
+    """An SMTP server without login on a free loopback port; without TLS unless ``security`` says so."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, security: str = "plain", cert_file: Path | None = None, key_file: Path | None = None) -> None:
+        if security not in ("plain", "starttls", "tls"):
+            raise ValueError(f"FakeSMTPServer security {security!r}: expected plain, starttls or tls")
+        if security != "plain" and not (cert_file and key_file):
+            raise ValueError(f"FakeSMTPServer security {security!r} needs cert_file and key_file")
+        self.security = security
+        self._tls: ssl.SSLContext | None = None
+        if cert_file and key_file:
+            self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self._tls.load_cert_chain(str(cert_file), str(key_file))
         self.messages: list[EmailMessage] = []
         self.recipients: list[list[str]] = []
         self._lock = threading.Lock()
@@ -49,7 +63,12 @@ class FakeSMTPServer:
         self._controller: Controller | None = None
 
     def __enter__(self) -> FakeSMTPServer:
-        self._controller = Controller(_Keep(self), hostname="127.0.0.1", port=self.port)
+        tls: dict[str, Any] = {}
+        if self.security == "tls":
+            tls = {"ssl_context": self._tls}
+        elif self.security == "starttls":
+            tls = {"tls_context": self._tls, "require_starttls": True}
+        self._controller = Controller(_Keep(self), hostname="127.0.0.1", port=self.port, **tls)
         self._controller.start()  # returns when the server answers
         return self
 
@@ -57,3 +76,9 @@ class FakeSMTPServer:
         if self._controller is not None:
             self._controller.stop()
             self._controller = None
+
+    def clear(self) -> None:
+        """Forget what was received (a module's server, emptied for the next test)."""
+        with self._lock:
+            self.messages.clear()
+            self.recipients.clear()

@@ -40,6 +40,8 @@ class ImapSettings:
     password: str = field(default="", repr=False, metadata=reads(text))
     password_env: str = field(default="", metadata=reads(text))
     timeout_seconds: float = field(default=30.0, metadata=reads(number, above=0, maximum=120))
+    #: A private CA's certificate (a PEM file) trusted for this server in place of the system's store.
+    ca_file: str = field(default="", metadata=reads(text))
 
 
 @dataclass(frozen=True)

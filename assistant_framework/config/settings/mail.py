@@ -22,6 +22,8 @@ class SmtpSettings:
     #: The name of an environment variable holding the password (instead of ``password``).
     password_env: str = field(default="", metadata=reads(text))
     timeout_seconds: float = field(default=30.0, metadata=reads(number, above=0, maximum=120))
+    #: A private CA's certificate (a PEM file) trusted for this server in place of the system's store.
+    ca_file: str = field(default="", metadata=reads(text))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ def checks(ctx: Context) -> list[Check]:
         return []
     found: list[Check] = []
     mailbox = Mailbox(email.imap, email.folder, email.max_mail_bytes)
-    fix = "check email.{} (host, port, security, user, password) (docs/email.md)"
+    fix = "check email.{} (host, port, security, ca_file, user, password) (docs/email.md)"
     try:
         batch = mailbox.poll(None, None)
         opens = f"{email.folder} opens (UIDVALIDITY {batch.uidvalidity})"

@@ -4,10 +4,13 @@ names the server and never the password.
 
 IMAP: the folder is read only (``BODY.PEEK``: nothing is marked read), mail above the cursor's UID, each mail's
 size asked first so one above ``email.max_mail_bytes`` is never downloaded. SMTP: one message, one session.
+TLS (``security`` ssl or starttls) with the process's one context per trust setting (assistant_framework/tls.py):
+the system's store, or the server's ``ca_file``; a refused certificate is a sentence naming what to set.
 """
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import os
 import re
@@ -19,6 +22,7 @@ from email.message import EmailMessage
 
 from assistant_framework.config.settings.email import ImapSettings
 from assistant_framework.config.settings.mail import SmtpSettings
+from assistant_framework.tls import certificate_refused, system_context
 
 #: Mail fetched in one poll at most (the rest waits for the next).
 MAX_PER_POLL = 20
@@ -77,17 +81,7 @@ class Mailbox:
         if self._conn is not None:
             return self._conn
         s = self.settings
-        try:
-            if s.security == "ssl":
-                conn: imaplib.IMAP4 = imaplib.IMAP4_SSL(
-                    s.host, s.port, ssl_context=ssl.create_default_context(), timeout=s.timeout_seconds
-                )
-            else:
-                conn = imaplib.IMAP4(s.host, s.port, timeout=s.timeout_seconds)
-                if s.security == "starttls":
-                    conn.starttls(ssl.create_default_context())
-        except (OSError, imaplib.IMAP4.error) as err:
-            raise MailServerError(f"{self.where} ({s.security}) cannot be reached: {_reason(err)}") from None
+        conn = self._open()
         try:
             conn.login(s.user, password(s))
         except (OSError, imaplib.IMAP4.error):
@@ -97,6 +91,28 @@ class Mailbox:
             ) from None
         self._conn = conn
         return conn
+
+    def _open(self) -> imaplib.IMAP4:
+        """A connection, over TLS unless ``security`` is none; not logged in."""
+        s = self.settings
+        context = _trust(s, "email.imap") if s.security != "none" else None
+        conn: imaplib.IMAP4 | None = None
+        try:
+            if context is not None and s.security == "ssl":
+                return imaplib.IMAP4_SSL(s.host, s.port, ssl_context=context, timeout=s.timeout_seconds)
+            conn = imaplib.IMAP4(s.host, s.port, timeout=s.timeout_seconds)
+            if context is not None:
+                conn.starttls(context)
+            return conn
+        except ssl.SSLCertVerificationError as err:
+            refused = f"{self.where} ({s.security}): {certificate_refused(err, 'email.imap')} (docs/email.md)"
+            error = MailServerError(refused)
+        except (OSError, imaplib.IMAP4.error) as err:
+            error = MailServerError(f"{self.where} ({s.security}) cannot be reached: {_reason(err)}")
+        if conn is not None:  # STARTTLS failed: closed without a LOGOUT over a connection that is not private
+            with contextlib.suppress(OSError):
+                conn.shutdown()
+        raise error
 
     def poll(self, uidvalidity: int | None, last_uid: int | None, since: str | None = None) -> Batch:
         """The mail above ``last_uid`` (with ``uidvalidity`` unchanged); none on a first look (``last_uid`` None),
@@ -166,16 +182,17 @@ def check_smtp(settings: SmtpSettings) -> None:
 
 def _smtp_session(settings: SmtpSettings, act: Callable[[smtplib.SMTP], object]) -> None:
     where = f"SMTP {settings.host}:{settings.port}"
+    context = _trust(settings, "email.smtp") if settings.security != "none" else None
     try:
-        if settings.security == "ssl":
+        if context is not None and settings.security == "ssl":
             server: smtplib.SMTP = smtplib.SMTP_SSL(
-                settings.host, settings.port, timeout=settings.timeout_seconds, context=ssl.create_default_context()
+                settings.host, settings.port, timeout=settings.timeout_seconds, context=context
             )
         else:
             server = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout_seconds)
         with server:
-            if settings.security == "starttls":
-                server.starttls(context=ssl.create_default_context())
+            if context is not None and settings.security == "starttls":
+                server.starttls(context=context)
             if settings.user:
                 server.login(settings.user, password(settings))
             act(server)
@@ -183,8 +200,21 @@ def _smtp_session(settings: SmtpSettings, act: Callable[[smtplib.SMTP], object])
         raise MailServerError(f"{where} refused the login (email.smtp.user and its password)") from None
     except smtplib.SMTPRecipientsRefused:
         raise MailServerError(f"{where} refused the recipient", for_good=True) from None
+    except ssl.SSLCertVerificationError as err:
+        refused = certificate_refused(err, "email.smtp")
+        raise MailServerError(f"{where} ({settings.security}): {refused} (docs/email.md)") from None
     except (smtplib.SMTPException, OSError) as err:
         raise MailServerError(f"{where} failed: {_reason(err)}") from None
+
+
+def _trust(server: ImapSettings | SmtpSettings, key: str) -> ssl.SSLContext:
+    """The TLS context for ``server``: one per process and setting (assistant_framework/tls.py)."""
+    try:
+        return system_context(server.ca_file)
+    except OSError as err:
+        raise MailServerError(
+            f"{key}.ca_file {server.ca_file!r} cannot be read as CA certificates (PEM): {_reason(err)}"
+        ) from None
 
 
 def _reason(err: BaseException) -> str:

@@ -1,8 +1,9 @@
 """Updates into the durable inbox through the shared intake (conversation/intake.py's ``ChannelIntake``): each
 model-bound update is stored before Telegram is told it arrived (the next ``getUpdates`` offset), then, in its
 chat's order, joined to the sender's running turn or queued (``take``); what a crash left is answered first, and
-job runs take their place in the owner's queue the same way. Here: which updates the model answers, what the
-shared intake reads of one, and the short answer to a message it cannot read."""
+job runs take their place in the owner's queue the same way. A command goes to the shared intake too
+(``command``: ``/stop`` at once, the rest in the chat's order). Here: which updates the model answers, what the
+shared intake reads of one, /reset's buttons, and the short answer to a message it cannot read."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import logging
 from collections.abc import Sequence
 
 import telegram
-from telegram import Update
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.ext import ContextTypes
 
 from assistant_framework.config.settings import TelegramSettings
@@ -23,7 +24,10 @@ from messaging_llm_bot.channels.telegram.media import message_kind
 from messaging_llm_bot.channels.telegram.send import answering
 from messaging_llm_bot.channels.telegram.settings import (
     addressed_to_bot,
+    command_line,
+    command_name,
     conversation_id,
+    for_other_bot,
     is_command,
     message_conversation,
     message_fingerprint,
@@ -32,6 +36,7 @@ from messaging_llm_bot.channels.telegram.settings import (
     topic_in,
 )
 from messaging_llm_bot.channels.telegram.turn import TelegramTurns, joinable
+from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.attachments import unsupported_text
 from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, Say
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -157,13 +162,56 @@ class TelegramIntake:
         not answered; the chat is told once per backlog (conversation/chatqueue.py)."""
         await self.shared.over_limit(update.effective_chat.id, self.say(update))
 
+    async def command(self, update: Update, bot: telegram.Bot) -> None:
+        """A command (``is_command``: a new message, not a forward) to the shared intake (``ChannelIntake.command``),
+        read from its ``bot_command`` entity (``command_line``); not one for another bot in a group
+        (``/cmd@otherbot``). ``/stop`` at once, declining the chat's open question; any other in its place in the
+        chat's order (taken in arrival order, ``order``), the owner-only ones in the owner's private chat only."""
+        message = message_of(update)
+        if for_other_bot(message, bot.username):
+            return
+        questions = self.turns.approvals.questions if self.turns.approvals is not None else None
+        answer = self.shared.command(
+            command_line(message),
+            message_conversation(message),
+            self.say(update),
+            owner=self.access.from_owner(update),
+            owner_data=self.access.owner_data(update),
+            decline=functools.partial(questions.decline_all, message.chat_id) if questions else lambda: None,
+            ask_reset=functools.partial(self.ask_reset, message),
+        )
+        if command_name(message) == "stop":
+            await answer  # not behind the order, which an update held for the inbox may hold
+            return
+        async with self.order:
+            await answer
+
+    @staticmethod
+    async def ask_reset(message: telegram.Message) -> None:
+        """/reset's question under its two buttons (``on_reset_choice``), in the chat or topic it came from."""
+        yes = InlineKeyboardButton("Clear history", callback_data="reset:yes")
+        keyboard = InlineKeyboardMarkup([[yes, InlineKeyboardButton("Cancel", callback_data="reset:no")]])
+        await message.reply_text(texts.RESET_QUESTION, reply_markup=keyboard)
+
+    async def on_reset_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A press of /reset's buttons: the conversation's history cleared, or kept."""
+        query, message = update.callback_query, update.effective_message
+        if query is None or message is None:  # the handler's pattern lets only a button under a message in
+            raise ValueError(f"update {update.update_id} is no press of a button under a message")
+        await query.answer()
+        if query.data == "reset:yes":
+            text = await asyncio.to_thread(self.runtime.agent.reset, message_conversation(message))
+        else:
+            text = "Kept the history."
+        await query.edit_message_text(text)
+
     async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A message the model does not read (a kind it cannot, a voice note without transcription): a short
         'not supported', where it was addressed to the bot. The rest never reaches a handler (``take``)."""
         message = message_of(update)
         bot = context.bot
         if addressed_to_bot(message, bot.username or "", bot.id, self.settings.group_mode):
-            await message.reply_text(unsupported_text(message_kind(message)), do_quote=message.chat.type != "private")
+            await self.say(update)(unsupported_text(message_kind(message)))
 
     def start_replay(self) -> None:
         """Answer items a crash left in the inbox before polling starts (conversation/intake.py's ``replay``): job

@@ -107,12 +107,6 @@ async def _deliver_part(
             raise TelegramDeliveryError(chat_id, index, count, err) from err
 
 
-async def answer_update(update: telegram.Update, bot: telegram.Bot, markdown: str) -> None:
-    """Send ``markdown`` to the chat (and forum topic) an update came from; in a group it quotes the message."""
-    to, reply_to = answering(update)
-    await TelegramOut(bot).send_text(to, TextOut(markdown, reply_to))
-
-
 def answering(update: telegram.Update) -> tuple[Address, str | None]:
     """Where an answer to an update goes (its chat, and the forum topic it came from: a command in a topic is
     answered there) and the message it quotes (the update's, in a group; None in a private chat)."""

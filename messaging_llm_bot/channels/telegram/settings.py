@@ -147,6 +147,18 @@ def command_name(message: telegram.Message) -> str | None:
     return None if parts is None else parts[0]
 
 
+def command_line(message: telegram.Message) -> str:
+    """A command message as the shared commands read it (conversation/commands.py): the name from the
+    ``bot_command`` entity, without its ``@bot`` (``/Stop@Bot!`` -> ``/Stop``), then the words after the first
+    (``/model@bot small`` -> ``/model small``); "" when the message is not a command."""
+    if not is_command(message):
+        return ""
+    text = message.text or ""
+    words = text.split(None, 1)
+    name = text[1 : message.entities[0].length].partition("@")[0]
+    return f"/{name} {words[1] if len(words) > 1 else ''}".strip()
+
+
 def for_other_bot(message: telegram.Message, bot_username: str) -> bool:
     """True for ``/cmd@otherbot``: a command addressed to another bot in the chat (not ours to answer)."""
     parts = command_parts(message)

@@ -10,7 +10,7 @@ from telegram import Update
 from telegram.ext import BaseUpdateProcessor, ExtBot
 
 from messaging_llm_bot.channels.telegram.frontend import Frontend
-from messaging_llm_bot.channels.telegram.settings import command_name
+from messaging_llm_bot.channels.telegram.settings import is_command
 
 #: PTB's own limit on updates in progress; the chat queues are the bound (see ChatOrderedProcessor).
 UNBOUNDED_UPDATES = 1 << 20
@@ -50,7 +50,8 @@ class InboxBot(ExtBot):
 class ChatOrderedProcessor(BaseUpdateProcessor):
     """Concurrent across chats, strictly in arrival order within one chat, through the frontend's chat
     queues (conversation/chatqueue.py): a bound per chat, the owner's turns first, one slot kept for them. A
-    model-bound update runs no handler: the shared intake queues its turn (``TelegramIntake.take``)."""
+    model-bound update or a command runs no handler: the shared intake queues its turn or its answer
+    (``TelegramIntake.take``, ``TelegramIntake.command``)."""
 
     def __init__(self, frontend: Frontend) -> None:
         # The chat queues bound the work, not PTB's semaphore: with 256 places, one chat's backlog held
@@ -63,16 +64,14 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
             await coroutine
             return
         chat, fe = update.effective_chat, self.frontend
-        # Button presses skip the queue: a turn may be waiting for one (confirmations); so does /stop,
-        # which is about the turn the queue is waiting for; and what the gate refuses at once, taking no
-        # place in a chat's queue: a stranger's update.
-        if (
-            chat is None
-            or update.callback_query is not None
-            or (update.message is not None and command_name(update.message) == "stop")
-            or not fe.access.allowed(update.effective_user)
-        ):
+        # Button presses skip the queue: a turn may be waiting for one (confirmations); and what the gate
+        # refuses at once, taking no place in a chat's queue: a stranger's update.
+        if chat is None or update.callback_query is not None or not fe.access.allowed(update.effective_user):
             await coroutine
+            return
+        if update.message is not None and is_command(update.message):  # a new one (edits: bot.py's ALLOWED_UPDATES)
+            coroutine.close()
+            await fe.intake.command(update, update.get_bot())  # /stop at once, the rest in the chat's order
             return
         # In arrival order (PTB starts these tasks in that order, and the lock is taken in that order too).
         async with fe.intake.order:
