@@ -11,6 +11,8 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
+from messaging_llm_bot.llm.hangup import StopSwitch
+
 
 class ConversationLock:
     """Re-entrant, first-come-first-served lock for one conversation."""
@@ -79,7 +81,7 @@ class Conversations:
     def __init__(self) -> None:
         self._guard = threading.Lock()
         self._locks: dict[str, ConversationLock] = {}
-        self._running: dict[str, threading.Event] = {}
+        self._running: dict[str, StopSwitch] = {}
 
     def lock(self, conversation_id: str) -> ConversationLock:
         """The conversation's lock (one per conversation for the life of the agent)."""
@@ -93,7 +95,7 @@ class Conversations:
         return lock.pending if lock else 0
 
     @contextlib.contextmanager
-    def running(self, conversation_id: str, switch: threading.Event) -> Iterator[None]:
+    def running(self, conversation_id: str, switch: StopSwitch) -> Iterator[None]:
         """While the block runs, ``stop(conversation_id)`` sets ``switch`` (call it under the conversation's lock)."""
         with self._guard:
             self._running[conversation_id] = switch
@@ -104,11 +106,13 @@ class Conversations:
                 if self._running.get(conversation_id) is switch:
                     del self._running[conversation_id]
 
-    def stop(self, conversation_id: str) -> bool:
-        """Set the stop switch of the turn running in the conversation; False when none runs (or it is set)."""
+    def stop(self, conversation_id: str, why: str = "") -> bool:
+        """Set the stop switch of the turn running in the conversation (``why``: for its trace, "" for the owner's
+        stop); False when none runs (or it is set)."""
         with self._guard:
             switch = self._running.get(conversation_id)
         if switch is None or switch.is_set():
             return False
+        switch.why = why
         switch.set()
         return True

@@ -207,13 +207,14 @@ class Agent(SessionCalls):
         """None (no limit) for the owner's own chat, else the skills a guest turn may see and call."""
         return None if owner_chat else guest_skills(self.policy)
 
-    def stop(self, conversation_id: str) -> bool:
-        """Ask the turn running in this conversation to stop; False when none is running.
+    def stop(self, conversation_id: str, why: str = "") -> bool:
+        """Ask the turn running in this conversation to stop; False when none is running. ``why`` is what its
+        trace says ("" for the owner's /stop or Ctrl-C: "stopped by the owner").
 
         It stops at the next safe point: a model call in flight is hung up at once (streamed or not, also
         while the server still reads the prompt; the server stops generating); a skill already running
         finishes, no further one starts. Messages waiting behind it are answered."""
-        return self._conversations.stop(conversation_id)
+        return self._conversations.stop(conversation_id, why)
 
     def steer(
         self,
@@ -355,7 +356,7 @@ class Agent(SessionCalls):
             )
         except TurnStopped:
             # Not kept in the history: a small model copies a "Stopped." answer it sees there.
-            turn.error = "stopped by the owner"
+            turn.error = turn.stop.why or "stopped by the owner"
             return stopped_reply(turn), False
         if ok:
             reply = self._keep_answer(turn, reply, meta, images, budget, measure)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
@@ -129,7 +128,7 @@ class TurnRecord:
     extract_facts: bool = True  # False: no facts are taken from the turn (AgentMessage.extract_facts)
     job: str | None = None  # the scheduled job whose run this turn is
     area: Workspace | None = None  # a guest turn's own folder, made on first use
-    stop: threading.Event = field(default_factory=StopSwitch)  # set by ``Agent.stop``; hangs up the model call
+    stop: StopSwitch = field(default_factory=StopSwitch)  # set by ``Agent.stop``; hangs up the model call
     shown: str = ""  # the reply text streamed to the user so far
     writes_done: dict[str, str] = field(default_factory=dict)  # a successful write call's key -> its result text
     place: str = ""  # the chat or topic the message came from (its sessions are agent/sessions.py)

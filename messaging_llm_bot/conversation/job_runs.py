@@ -30,7 +30,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import AgentMessage
 from messaging_llm_bot.agent.turn import TurnResult, reply_text
 from messaging_llm_bot.conversation.markup import escape_markdown
-from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.pool import GIVEN_UP, TurnPool
 from messaging_llm_bot.conversation.reminders import FROM_OUTSIDE
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.llm.slots import background_calls
@@ -168,7 +168,7 @@ async def make_job_reply(
             approve=None,
             job=run.job_id,
         )
-        stop = functools.partial(runtime.agent.stop, item.conversation_id)  # a stop that gives up on the run
+        stop = functools.partial(runtime.agent.stop, item.conversation_id, GIVEN_UP)  # a stop that gives up on the run
         result = await pool.run(_background_turn, runtime.agent.handle, incoming, stop=stop)
         failed = None if result.ok else (result.reply or "the turn failed")
         made = JobReply(prompt_reply(run, started, reply_text(result)), result.ok, failed)

@@ -33,6 +33,8 @@ from messaging_llm_bot.llm.slots import owner_calls
 log = logging.getLogger(__name__)
 
 SKILL_ROOM = 4
+#: What the trace of a turn the channel's stop gave up on says (``Agent.stop``'s ``why``).
+GIVEN_UP = "stopped: the bot stopped before the turn ended"
 #: At a stop, how long a channel waits for the calls still in its turn threads once they were told to stop
 #: (a model call ends at once; a skill already running finishes), before its event loop closes without them.
 STOP_WAIT_SECONDS = 5.0

@@ -26,7 +26,7 @@ from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
 from messaging_llm_bot.conversation.busy import BusyTurns
 from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, FilesInput, area_for
-from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.pool import GIVEN_UP, TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turns import RunningTurns
 from messaging_llm_bot.conversation.voice import VOICE_FLAG, VoiceNote, voice_notes, wants_voice
@@ -217,7 +217,7 @@ class ChannelTurns:
         # llm.stream asks the model for a stream (/stop then cuts it off at once); the channel decides whether
         # the message shows it.
         incoming = agent_incoming(request, agent.settings.llm.stream or self.ALWAYS_STREAM, approve, on_event)
-        stop = functools.partial(agent.stop, request.conversation_id)  # a stop that gives up on the turn
+        stop = functools.partial(agent.stop, request.conversation_id, GIVEN_UP)  # a stop that gives up on the turn
         answered = await self.pool.run(agent.handle, incoming, owner_turn=request.from_owner, stop=stop)
         text = reply_text(answered)
         return f"{text}\n\n{request.notice}" if request.notice else text

@@ -14,6 +14,8 @@ class StopSwitch(threading.Event):
 
     def __init__(self) -> None:
         super().__init__()
+        #: Why it was set, as the turn's trace says it ("" for the owner's /stop or Ctrl-C).
+        self.why = ""
         self._hooks: list[Callable[[], None]] = []
         self._hooks_lock = threading.Lock()
 
