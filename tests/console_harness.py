@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -117,6 +118,23 @@ class Terminal:
 
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())
+
+    def lines_shown(self, start: int = 0) -> list[str]:
+        """The lines a terminal shows of the output after ``start``: a carriage return goes back to the line's
+        start (what follows overwrites it), ``ESC [ K`` clears the rest of the line, other escapes show nothing."""
+        lines, line, col = [], "", 0
+        for piece in re.split(r"(\x1b\[[0-9;?]*[A-Za-z]|\r|\n)", self.output[start:]):
+            if piece == "\n":
+                lines.append(line)
+                line, col = "", 0
+            elif piece == "\r":
+                col = 0
+            elif piece == "\x1b[K":
+                line = line[:col]
+            elif not piece.startswith("\x1b"):
+                line = line[:col].ljust(col) + piece + line[col + len(piece) :]
+                col += len(piece)
+        return [*lines, line]
 
     def close(self) -> None:
         if self.proc.poll() is None:

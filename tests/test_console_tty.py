@@ -100,7 +100,8 @@ def test_console_reminders_deliver_only_this_chats_due_reminders(bot_config, wor
     store.add(12345, "telegram's", now - timedelta(minutes=1), "UTC")
     out = io.StringIO()
     screen = Screen(out, lambda: "")
-    screen.before_prompt()  # at an empty prompt: printed at once
+    screen.before_prompt()
+    screen.reading()  # at an empty prompt, read: printed at once
     runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen)
     try:
         wait_until(lambda: _statuses(store)["due"] == "delivered", what="the due reminder printed")
@@ -144,7 +145,8 @@ def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
     store.add("console", "first", datetime.now(timezone.utc) - timedelta(minutes=1), "UTC")
     out = io.StringIO()
     screen = Screen(out, lambda: "")
-    screen.before_prompt()  # at an empty prompt: printed at once
+    screen.before_prompt()
+    screen.reading()  # at an empty prompt, read: printed at once
     runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen, poll=0.2)
     try:
         assert _reminders(runtime).poll_seconds == 0.2
@@ -258,7 +260,8 @@ def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_uns
     store.add("console", "stretch *now*", now - timedelta(minutes=1), "UTC")
     out, typed = io.StringIO(), ["hel"]
     screen = Screen(out, lambda: typed[0])
-    screen.before_prompt()  # the user sits at the prompt, typing "hel"
+    screen.before_prompt()
+    screen.reading()  # the user sits at the prompt, typing "hel"
     runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen)
     try:
         wait_until(lambda: screen._waiting, what="the reminder waiting for a gap")
@@ -266,12 +269,14 @@ def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_uns
         typed[0] = ""
         screen.after_prompt()  # the line is sent
         screen.before_prompt()  # answered: the gap before the next prompt
+        screen.reading()
         wait_until(lambda: _statuses(store)["stretch *now*"] == "delivered", what="the reminder delivered")
         assert "⏰ stretch *now*\n\n" in out.getvalue()  # as typed, between the lines
         store.add("console", "drink water", now - timedelta(minutes=1), "UTC")
         typed[0] = "typing"
         screen.after_prompt()
         screen.before_prompt()
+        screen.reading()
         wait_until(lambda: screen._waiting, timeout=15, what="the next reminder waiting for a gap")
         jobs.stop(10)  # the chat ends while the reminder waits
     finally:
@@ -333,7 +338,8 @@ def test_a_collectors_notice_is_printed_between_the_lines_once(bot_config, works
 
     out = io.StringIO()
     screen = Screen(out, lambda: "")
-    screen.before_prompt()  # at an empty prompt
+    screen.before_prompt()
+    screen.reading()  # at an empty prompt, read
     runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen)
     try:
         jobs.notify_from_thread("rss", "a *new* item")

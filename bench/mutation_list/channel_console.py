@@ -22,4 +22,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         "other channels, instead of about 5 s for the one person at the prompt",
         ("test_console_tty.py",),
     ),
+    Mutation(
+        "console-prompt-ahead-of-the-read",
+        f"{BOT}/channels/console/extras.py",
+        "            self._prompting = True",
+        "            self._prompting = self._at_prompt = True",
+        "a notice coming between the chat's decision to prompt and readline's read is printed with a prompt of "
+        "its own while the terminal is still in cooked mode: a Ctrl-D typed at it is lost, a line begun there is "
+        "shown twice",
+        ("test_console_gap.py",),
+    ),
+    Mutation(
+        "console-ctrl-d-before-readline-lost",
+        f"{BOT}/channels/console/extras.py",
+        "    if line_ready(stdin):",
+        "    if False:",
+        "a Ctrl-D typed before readline reads is left to readline, whose switch to raw mode makes a NUL of it: the "
+        "chat does not end",
+        ("test_console_gap.py",),
+    ),
 )

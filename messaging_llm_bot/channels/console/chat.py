@@ -21,7 +21,6 @@ Signal bot on the same workspace is no conflict (its own conversations, items, r
 from __future__ import annotations
 
 import concurrent.futures
-import select
 import signal
 import sys
 import threading
@@ -29,7 +28,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TextIO
 
-from messaging_llm_bot.channels.console.extras import HISTORY_FILE, Screen, line_reader, typed_so_far
+from messaging_llm_bot.channels.console.extras import (
+    HISTORY_FILE,
+    ReadLine,
+    Screen,
+    line_reader,
+    line_ready,
+    typed_so_far,
+)
 from messaging_llm_bot.channels.console.service import CHAT, ConsoleService, Terminal
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import take_lock
@@ -37,16 +43,6 @@ from messaging_llm_bot.conversation.shutdown import take_lock
 QUIT_COMMANDS = ("/quit", "/exit")
 EXIT_USAGE = 2
 POLL_SECONDS = 0.1  # how often the main thread looks for a line typed meanwhile while an answer is written
-
-
-def line_ready(stdin: TextIO) -> bool:
-    """True when a whole line (or the end of input) can be read from ``stdin`` without waiting; False where
-    that cannot be known (no file descriptor): then nothing is read while an answer is written."""
-    try:
-        ready, _, _ = select.select([stdin.fileno()], [], [], 0)
-    except (AttributeError, OSError, ValueError):
-        return False
-    return bool(ready)
 
 
 def run_console(
@@ -103,14 +99,14 @@ def _chat(runtime: Runtime, term: Terminal, job_clock: Callable[[], datetime] | 
     return 0
 
 
-def _prompt(service: ConsoleService, read_line: Callable[[], str], interactive: bool) -> None:
+def _prompt(service: ConsoleService, read_line: ReadLine, interactive: bool) -> None:
     """Read and answer lines until the input ends or /quit (what the last run left answered first)."""
     screen = service.term.screen
     ended = _answered(service, service.submit(""), interactive)
     while not ended:
         if screen is not None:
-            screen.before_prompt()  # job replies that came meanwhile, then the prompt
-        line = read_line()
+            screen.before_prompt()  # job replies that came meanwhile; then the read shows the prompt
+        line = read_line(screen.reading if screen is not None else _no_screen)
         if screen is not None:
             screen.after_prompt()
         text = line.strip()
@@ -118,6 +114,10 @@ def _prompt(service: ConsoleService, read_line: Callable[[], str], interactive: 
             return
         if text and not (service.asked.is_set() and service.answer_question(text)):
             ended = _answered(service, service.submit(text), interactive)
+
+
+def _no_screen() -> None:
+    """A scripted chat's read: no screen to tell that the terminal is read."""
 
 
 def _answered(service: ConsoleService, first: concurrent.futures.Future[None], interactive: bool) -> bool:

@@ -1,11 +1,19 @@
 """The interactive terminal chat's comforts: line editing and history (readline), the answer printed as it
 streams (``LiveReply``), the chat's own messages printed between the user's lines (``Screen``: job replies,
-reminders, notices, questions; console/service.py)."""
+reminders, notices, questions; console/service.py).
+
+The terminal is in cooked mode (the line discipline holds a line until Enter, Ctrl-D is an end of input) except
+while readline reads a line: it switches the terminal to raw mode then, and the switch turns a Ctrl-D typed before
+it, still waiting in cooked mode, into a NUL that readline takes for Ctrl-Space: the Ctrl-D would be lost. So a
+prompt is shown only by the read itself (readline's, or the plain reader's), never ahead of it (``Screen.reading``),
+and what was typed in cooked mode and can be read before readline starts (a Ctrl-D, a whole line) is read as typed
+(``line_reader``)."""
 
 from __future__ import annotations
 
 import importlib
 import logging
+import select
 import sys
 import threading
 from collections.abc import Callable
@@ -21,6 +29,9 @@ HISTORY_FILE = "state/console_history"
 HISTORY_LENGTH = 1000
 PROMPT = "you> "
 CLEAR_LINE = "\r\x1b[K"  # back to the line's start and clear it: the prompt is printed again below the text
+
+#: Read one line ("" at the end of input), calling the callable once the terminal is read with the prompt shown.
+ReadLine = Callable[[Callable[[], None]], str]
 
 
 class LiveReply:
@@ -48,18 +59,29 @@ class LiveReply:
         return block[len(shown) :] if block.startswith(shown) else "\n" + block
 
 
+def line_ready(stdin: TextIO) -> bool:
+    """True when a whole line (or the end of input) can be read from ``stdin`` without waiting; False where
+    that cannot be known (no file descriptor)."""
+    try:
+        ready, _, _ = select.select([stdin.fileno()], [], [], 0)
+    except (AttributeError, OSError, ValueError):
+        return False
+    return bool(ready)
+
+
 def line_reader(
     stdin: TextIO, stdout: TextIO, interactive: bool, history: Path | None
-) -> tuple[Callable[[], str], Callable[[], None]]:
+) -> tuple[ReadLine, Callable[[], None]]:
     """(read one line, or "" at EOF; save the history). With a real terminal, ``input()`` under
     readline gives arrow-key editing and Up/Down history, kept in ``history`` across runs."""
     encoding = _tolerate_bad_bytes(stdin)
     readline = _readline(stdin, stdout, interactive)
     if readline is None:
 
-        def read_plain() -> str:
+        def read_plain(reading: Callable[[], None]) -> str:
             if interactive:
                 print(PROMPT, end="", file=stdout, flush=True)
+            reading()
             return _clean(stdin.readline(), encoding)
 
         return read_plain, lambda: None
@@ -70,11 +92,8 @@ def line_reader(
             pass  # no history yet
     readline.set_history_length(HISTORY_LENGTH)
 
-    def read_line() -> str:
-        try:
-            return _clean(input(PROMPT), encoding) + "\n"
-        except EOFError:
-            return ""
+    def read_line(reading: Callable[[], None]) -> str:
+        return _clean(_read_edited(readline, stdin, reading), encoding)
 
     def save() -> None:
         if history is None:
@@ -87,6 +106,24 @@ def line_reader(
             log.warning("console: could not save the line history: %s", err)
 
     return read_line, save
+
+
+def _read_edited(readline: ModuleType, stdin: TextIO, reading: Callable[[], None]) -> str:
+    """One line read through readline ("" at the end of input); ``reading`` is called once the prompt is shown
+    and the terminal in raw mode. What can be read before (a Ctrl-D, a whole line typed in cooked mode) is
+    read as it was typed: readline's switch to raw mode would make a NUL of that Ctrl-D."""
+    if line_ready(stdin):
+        line = stdin.readline()
+        if line.strip():
+            readline.add_history(line.rstrip("\n"))  # Up recalls it as it recalls a line readline read
+        return line
+    readline.set_pre_input_hook(reading)  # readline calls it after the prompt, before the first key
+    try:
+        return input(PROMPT) + "\n"
+    except EOFError:
+        return ""
+    finally:
+        readline.set_pre_input_hook()
 
 
 def _readline(stdin: TextIO, stdout: TextIO, interactive: bool) -> ModuleType | None:
@@ -147,14 +184,20 @@ class _Waiting:
 class Screen:
     """Prints the terminal chat's own messages (reminders, job replies; plain text) between the user's
     lines: at once at an empty prompt, else right before the next prompt. ``typed`` tells what the user
-    has typed at the prompt so far (readline's line buffer; None: unknown, taken as nothing)."""
+    has typed at the prompt so far (readline's line buffer; None: unknown, taken as nothing).
+
+    The main thread says where it is: ``before_prompt`` (about to read a line), ``reading`` (the prompt is
+    shown and the terminal read), ``after_prompt`` (a line was read; an answer is written). Between the first
+    two the terminal is not read yet: nothing is printed then, so no prompt is seen before the read (a Ctrl-D
+    typed at a prompt printed ahead of readline was lost)."""
 
     def __init__(self, out: TextIO, typed: Callable[[], str] | None = None) -> None:
         self.out = out
         self.typed = typed
         self._lock = threading.Lock()
         self._waiting: list[_Waiting] = []
-        self._at_prompt = False
+        self._prompting = False  # from before_prompt to after_prompt: a question waits for the prompt
+        self._at_prompt = False  # from reading to after_prompt: a text is printed at once at an empty prompt
         self._closed = False
 
     def show(self, text: str, printed: threading.Event | None = None) -> bool:
@@ -178,7 +221,7 @@ class Screen:
         answer is written (the answer typed after it), else as ``show`` prints (answered at the prompt). False
         when the chat ended first."""
         with self._lock:
-            if not (self._at_prompt or self._closed):
+            if not (self._prompting or self._closed):
                 self.out.write(f"\n{question} ")
                 self.out.flush()
                 asked.set()
@@ -192,22 +235,32 @@ class Screen:
             return True
 
     def before_prompt(self) -> None:
-        """The main thread is about to prompt: print what waits, then texts may come at the prompt."""
+        """The main thread is about to read a line: print what waits; texts coming until ``reading`` wait."""
         with self._lock:
-            waiting, self._waiting = self._waiting, []
-            for one in waiting:
-                self.out.write(_block(one.text))
-            if waiting:
-                self.out.flush()
-            for one in waiting:
-                one.printed.set()
-                one.done.set()
+            self._print_waiting("")
+            self._prompting = True
+
+    def reading(self) -> None:
+        """The prompt is shown and the terminal read (readline's pre-input hook, nothing typed yet): texts that
+        came since ``before_prompt`` are printed above the prompt, and from now on at once at an empty prompt."""
+        with self._lock:
+            self._print_waiting(PROMPT)
             self._at_prompt = True
 
     def after_prompt(self) -> None:
         """A line was read (or the input ended): texts wait for the next prompt."""
         with self._lock:
-            self._at_prompt = False
+            self._prompting = self._at_prompt = False
+
+    def _print_waiting(self, prompt: str) -> None:
+        """Print the texts waiting (the prompt shown on the line below them again, if any), under the lock."""
+        waiting, self._waiting = self._waiting, []
+        if waiting:
+            self.out.write((CLEAR_LINE if prompt else "") + "".join(_block(one.text) for one in waiting) + prompt)
+            self.out.flush()
+        for one in waiting:
+            one.printed.set()
+            one.done.set()
 
     @property
     def closed(self) -> bool:

@@ -1,0 +1,129 @@
+"""The terminal chat on a real pseudo-terminal, with something happening in the gap between the chat deciding to
+prompt and readline reading the terminal (tests/console_window.py holds the chat there, so the race is an order): a
+notice shown then, a Ctrl-D or a line typed then. The terminal is in cooked mode in that gap, and readline's switch
+to raw mode turns a Ctrl-D waiting there into a NUL: the chat reads such a Ctrl-D (or a whole line) itself, and
+shows no prompt before readline reads (channels/console/extras.py)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.workspace import Workspace
+from tests.console_harness import Terminal, write_config
+from tests.console_window import HELD, NOTICE
+from tests.fakes.chat_server import FakeChatServer
+from tests.waiting import wait_until
+
+pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
+
+
+class Gap:
+    """The terminal chat at a pty, held in the gap after its first reply (to "hello": "ok!") until ``go``."""
+
+    def __init__(self, tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path) -> None:
+        self.seen: list[str] = []
+        chat_server.set_handler(
+            lambda request: (self.seen.append(request["messages"][-1]["content"]), '{"reply": "ok!"}')[1]
+        )
+        config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+        self.pipe = tmp_path / "go"
+        os.mkfifo(self.pipe)
+        self.ws = Workspace(tmp_path / "ws")
+        argv = [sys.executable, "-m", "tests.console_window", str(self.pipe), "--frontend", "console"]
+        self.term = Terminal([*argv, "--config", str(config), "--workspace", str(self.ws.root)])
+
+    def held(self) -> int:
+        """Send "hello", wait until the chat is held in the gap after the reply; where the output is then."""
+        self.term.wait_for("you> ")
+        self.term.type("hello\r")
+        self.term.wait_for("ok!")
+        self.term.wait_for(HELD + "\r\n")
+        return len(self.term.output)
+
+    def go(self, word: str = "go") -> None:
+        """Let the chat go on to read the terminal (``readable``: once what was typed can be read there)."""
+        fd: list[int] = []
+
+        def opened() -> bool:
+            try:
+                fd.append(os.open(self.pipe, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError as err:
+                if err.errno != errno.ENXIO:  # ENXIO: the chat has not opened its end yet
+                    raise
+            return bool(fd)
+
+        wait_until(opened, 30, "the chat held in the gap")
+        os.write(fd[0], f"{word}\n".encode())
+        os.close(fd[0])
+
+    def ends(self) -> None:
+        """The chat ends by itself: status 0, no traceback."""
+        assert self.term.proc.wait(30) == 0
+        assert "Traceback" not in self.term.output
+
+
+@pytest.fixture()
+def gap(tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path):
+    held = Gap(tmp_path, chat_server, test_skills_dir)
+    yield held
+    held.term.close()
+
+
+def test_ctrl_d_typed_in_the_gap_while_a_notice_comes_ends_the_chat(gap: Gap) -> None:
+    """The old chat printed the notice with a prompt of its own in the gap; a Ctrl-D typed there, before readline
+    read, became a NUL in readline's line and the chat went on."""
+    gap.held()
+    gap.term.type("\x04")  # Ctrl-D while the terminal is in cooked mode, not read yet
+    gap.go("readable")
+    gap.ends()
+    assert gap.term.output.count(NOTICE) <= 1
+
+
+def test_ctrl_d_at_the_prompt_shown_after_a_notice_from_the_gap_ends_the_chat(gap: Gap) -> None:
+    """The notice that came in the gap is printed once readline reads, above its prompt: a Ctrl-D typed at the
+    first prompt seen after it is read by readline."""
+    mark = gap.held()
+    assert NOTICE not in gap.term.output[mark:]  # no prompt, nothing printed, before the read
+    gap.go()
+    gap.term.wait_for(NOTICE)
+    gap.term.wait_for("you> ", start=gap.term.output.index(NOTICE))
+    gap.term.type("\x04")
+    gap.ends()
+    assert gap.term.output.count(NOTICE) == 1
+
+
+def test_a_line_begun_in_the_gap_while_a_notice_comes_arrives_and_is_shown_whole(gap: Gap) -> None:
+    mark = gap.held()
+    gap.term.type("wor")  # begun before readline reads: the terminal holds and echoes it
+    gap.term.wait_for("wor", start=mark)
+    gap.go()
+    gap.term.wait_for(NOTICE)
+    gap.term.type("ld\r")
+    gap.term.wait_for("ok!", start=gap.term.output.index(NOTICE))
+    gap.term.wait_for("you> ", start=gap.term.output.rindex("ok!"))
+    gap.term.type("\x04")
+    gap.ends()
+    assert gap.seen[1].startswith("world"), gap.seen
+    shown = gap.term.lines_shown(mark)
+    assert NOTICE in shown and "you> world" in shown, shown  # one prompt, the whole line after it
+    assert shown.index(NOTICE) < shown.index("you> world")
+    assert not [line for line in shown if "wor" in line and line != "you> world"], shown
+
+
+def test_a_whole_line_typed_in_the_gap_is_answered_and_kept_in_the_history(gap: Gap) -> None:
+    mark = gap.held()
+    gap.term.type("typed early\r")
+    gap.go("readable")
+    gap.term.wait_for("typed early", start=mark)  # echoed by the terminal: it is in cooked mode
+    gap.term.wait_for("ok!", start=gap.term.output.index("typed early", mark))
+    gap.term.wait_for("you> ", start=gap.term.output.rindex("ok!"))
+    gap.term.type("\x04")
+    gap.ends()
+    assert gap.seen[1].startswith("typed early"), gap.seen
+    assert gap.term.output.count(NOTICE) == 1
+    assert "typed early" in (gap.ws.root / "state" / "console_history").read_text()
