@@ -12,7 +12,8 @@ while the model works follows the busy mode (steer and interrupt: one turn answe
 order).
 
 Each case is a method of ``ChannelKit``, parametrized by ``channel``; a channel's drivers are in the tables below
-(APPROVE, CHAT, ...). The kit runs in ``tests/test_channel_kit_<group>.py``: each module subclasses ``ChannelKit``
+(APPROVE, CHAT, ...), put there for a new channel by its own ``tests/kit_<name>.py`` (``register``, found by the
+registry's name). The kit runs in ``tests/test_channel_kit_<group>.py``: each module subclasses ``ChannelKit``
 with a group of channels, every channel in exactly one (tests/test_channel_contract.py checks), so that xdist's
 workers share the kit (one module of all nine took one worker over a minute). The records' and the registration's
 own checks are in tests/test_channel_contract.py.
@@ -1808,6 +1809,51 @@ class _NoticesCase:
         assert not chat_server.chat_requests  # neither is a turn
 
 
+# -- a channel's drivers in a file of its own -------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class KitDrivers:
+    """One channel's drivers of the kit's cases, declared in ``tests/kit_<name>.py`` (found by the registry's
+    name, conversation/routes.py) and given to ``register``: a new channel adds no line to this file. A case
+    without a driver names why in ``skips`` (the table's name: "STRANGERS", "NOTICES", ...)."""
+
+    capabilities: Callable[[], tuple[Capabilities, Callable[[str], list[str]]]]
+    approve: Callable[[pytest.FixtureRequest, bool], tuple[str, str]]
+    chat: Callable[[pytest.FixtureRequest, list[str]], list[str]]
+    stream: Callable[[pytest.FixtureRequest, _Shown], tuple[int, list[str]]]
+    restart: Callable[[pytest.FixtureRequest], tuple[list[str], list[str]]]
+    busy: Callable[[pytest.FixtureRequest, str], _BusyChat]
+    strangers: Callable[[pytest.FixtureRequest], int] | None = None
+    told_their_id: Callable[[pytest.FixtureRequest], int] | None = None
+    media: Callable[[pytest.FixtureRequest, bytes], None] | None = None
+    file_out: Callable[[pytest.FixtureRequest], list[bytes]] | None = None
+    notices: Callable[[pytest.FixtureRequest], dict[str, list[str]]] | None = None
+    skips: typing.Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+def register(name: str, drivers: KitDrivers) -> None:
+    """Put a channel's drivers into the kit's tables (its ``tests/kit_<name>.py`` calls it once)."""
+    CHANNELS[name], APPROVE[name], CHAT[name] = drivers.capabilities, drivers.approve, drivers.chat
+    STREAM[name], RESTART[name], BUSY[name] = drivers.stream, drivers.restart, drivers.busy
+    if drivers.media is not None:
+        MEDIA[name] = drivers.media
+    if drivers.file_out is not None:
+        FILE_OUT[name] = drivers.file_out
+    told: list[tuple[str, dict[str, typing.Any], dict[str, str], object]] = [
+        ("STRANGERS", STRANGERS, NO_STRANGERS, drivers.strangers),
+        ("TOLD_THEIR_ID", TOLD_THEIR_ID, NOT_TOLD_THEIR_ID, drivers.told_their_id),
+        ("NOTICES", NOTICES, NO_NOTICES, drivers.notices),
+    ]
+    for label, table, why_not, driver in told:
+        if driver is not None:
+            table[name] = driver
+        elif label in drivers.skips:
+            why_not[name] = drivers.skips[label]
+        else:
+            raise KeyError(f"{name}: no {label} driver, and no reason for it in KitDrivers.skips")
+
+
 # -- the kit ----------------------------------------------------------------------------------------------------
 
 
@@ -1832,3 +1878,18 @@ class ChannelKit(
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         """pytest's hook for the class's tests: each case once per channel of the group."""
         metafunc.parametrize("channel", self.channels)
+
+
+def _drivers_in_their_own_files() -> None:
+    """Each registered channel without drivers above: its ``tests/kit_<name>.py`` (it calls ``register``)."""
+    import importlib
+    import importlib.util
+
+    from messaging_llm_bot.conversation.routes import channel_names
+
+    for name in channel_names():
+        if name not in CHANNELS and importlib.util.find_spec(f"tests.kit_{name}") is not None:
+            importlib.import_module(f"tests.kit_{name}")
+
+
+_drivers_in_their_own_files()

@@ -1,0 +1,227 @@
+"""docs/channels.md's promise, "a new channel is new files plus one registry line", held: a channel of this test's
+own, written as the walk says in a temporary folder (its ``entry.py``, ``doctor.py`` and ``setup.py``) and added to
+the registry by one ``Route``, is started by ``assistant run``'s way of starting a channel and answers a message
+through the conversation service's turn; the run's ``--frontend``, the doctor, setup and the routing of stored chat
+ids find it by its name, with no other file changed.
+
+The channel (``memo``): the owner's messages are the lines of ``memo/in.txt`` in the workspace, read at the start;
+each reply is appended to ``memo/out.txt``. It has no config section: a channel with one adds its record's field to
+``Settings`` and its table to config/README.md as the walk's step 7 says (what this test cannot add in a temporary
+folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot import channels
+from messaging_llm_bot.conversation import routes
+from tests.fakes.chat_server import FakeChatServer
+from tests.waiting import wait_until
+
+ENTRY = '''
+"""The memo channel: the owner's messages are the lines of memo/in.txt, the replies appended to memo/out.txt."""
+
+from __future__ import annotations
+
+import asyncio
+
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.channels.contract import Address, ChannelRunner, DeliveryError, RunOptions, Sent, TextOut
+from messaging_llm_bot.conversation.chat_turns import ChatTurns, TurnMessage
+from messaging_llm_bot.conversation.intake import Arrival
+from messaging_llm_bot.conversation.outgoing import send_parts
+from messaging_llm_bot.conversation.service import ChannelService
+from messaging_llm_bot.conversation.turn import Received
+
+OWNER = Address("owner")
+
+
+class MemoFile:
+    """The contract's sends used by the shared turn: a reply's parts appended to a file."""
+
+    def __init__(self, path):
+        self.path = path
+
+    async def send_text(self, to, text):
+        def write(index, part, quote):
+            with self.path.open("a", encoding="utf-8") as out:
+                out.write(part + "\\n")
+            return index
+
+        async def one(index, part, quote):
+            return str(await asyncio.to_thread(write, index, part, quote))
+
+        return await send_parts([text.markdown], text, one)
+
+    async def edit_text(self, to, message_id, markdown):
+        return False
+
+    async def send_file(self, to, file):
+        raise DeliveryError("the memo channel takes no files", for_good=True)
+
+
+class MemoTurns(ChatTurns):
+    def message(self, item: InboxItem) -> TurnMessage | None:
+        text = item.payload.get("text")
+        return TurnMessage(OWNER, "owner", True, True, Received("text", text), item.item_id) if text else None
+
+    def address_of(self, conversation_id):
+        return OWNER
+
+
+class MemoService(ChannelService):
+    NAME, TITLE, LOCK_FILE, LOCK_WHO = "memo", "the memo channel", "state/memo.lock", "memo: another memo bot"
+
+    async def serve(self):
+        workspace = self.runtime.workspace
+        self.inbox = await asyncio.to_thread(Inbox, workspace)
+        turns = self.shutdown.turns = MemoTurns(self.runtime, self.inbox, self.NAME)
+        turns.platform = MemoFile(workspace.path("memo/out.txt"))
+        intake = self.channel_intake(turns)
+        lines = workspace.path("memo/in.txt").read_text(encoding="utf-8").splitlines()
+        for n, line in enumerate(lines):
+            arrival = Arrival(f"memo:{n}", "memo:owner", {"text": line}, "owner", True, line, n, False)
+            await intake.take(arrival, lambda text: turns.say(OWNER, text))
+
+
+def runner(runtime, options: RunOptions) -> ChannelRunner:
+    return MemoService(runtime, stop_signals=options.stop_signals, manage_runtime=options.manage_runtime)
+'''
+
+DOCTOR = """
+from messaging_llm_bot.channels.doctor import OK, Check
+
+
+def checks(ctx):
+    return [Check("memo", OK, "reads memo/in.txt")]
+"""
+
+SETUP = """
+def add_arguments(parser):
+    parser.add_argument("--memo", dest="memo_file", metavar="FILE", help="the memo channel's file")
+
+
+def steps(setup):
+    if setup.flags.memo_file:
+        setup.reached.append("memo")
+"""
+
+
+@pytest.fixture
+def memo_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The memo channel's folder in a temporary place on ``messaging_llm_bot.channels``' path, and its one Route."""
+    folder = tmp_path / "channels" / "memo"
+    folder.mkdir(parents=True)
+    for name, text in {"__init__": "", "entry": ENTRY, "doctor": DOCTOR, "setup": SETUP}.items():
+        (folder / f"{name}.py").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(channels, "__path__", [*channels.__path__, str(folder.parent)])
+    importlib.invalidate_caches()
+    route = routes.Route("memo", "memo:", configured=lambda _settings: True, owner_chats=lambda _s: ("memo:owner",))
+    monkeypatch.setattr(routes, "ROUTES", (*routes.ROUTES, route))
+    yield
+    for module in [name for name in sys.modules if name.startswith("messaging_llm_bot.channels.memo")]:
+        del sys.modules[module]
+
+
+@pytest.mark.usefixtures("memo_channel")
+def test_the_run_the_doctor_setup_and_the_routes_find_a_channel_by_its_route_alone() -> None:
+    from assistant_framework.config.settings import Settings
+    from messaging_llm_bot.channels.run import enabled_frontends
+    from messaging_llm_bot.channels.setup import add_channel_flags
+    from messaging_llm_bot.cli.run import build_parser
+    from messaging_llm_bot.ops.doctor.run import checks_in_order
+
+    [frontend] = [a for a in build_parser()._actions if a.dest == "frontend"]
+    assert "memo" in (frontend.choices or ())
+    assert "memo" in enabled_frontends(Settings())
+    assert [check.name for check in dict(checks_in_order())["memo"](None)] == ["memo"]  # type: ignore[arg-type]
+    parser = argparse.ArgumentParser()
+    add_channel_flags(parser)
+    assert parser.parse_args(["--memo", "notes.txt"]).memo_file == "notes.txt"
+    assert routes.channel_of("memo:owner") == "memo"
+    assert routes.is_owner_conversation(Settings())("memo:owner")
+
+
+@pytest.mark.usefixtures("memo_channel")
+def test_the_channel_started_as_the_run_starts_it_answers_a_message_through_the_shared_turn(
+    bot_config: dict, workspace: Workspace, tmp_path: Path, chat_server: FakeChatServer
+) -> None:
+    from assistant_framework.inbox import Inbox
+    from messaging_llm_bot.channels.contract import RunOptions
+    from messaging_llm_bot.channels.run import runner_factory
+    from tests.telegram_harness import make_runtime
+
+    workspace.write_text("memo/in.txt", "What is the capital of France?\n")
+    chat_server.enqueue('{"reply": "Paris."}')
+    runtime = make_runtime({**bot_config, "memory": {"enabled": False}}, workspace, tmp_path)
+    runner = runner_factory("memo")(runtime, RunOptions())
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(runner.run()), name="memo-under-test", daemon=True)
+    thread.start()
+    try:
+        out = workspace.path("memo/out.txt")
+        wait_until(lambda: out.exists() and "Paris." in out.read_text(encoding="utf-8"), 20, "the memo's reply")
+        wait_until(lambda: not Inbox(workspace).pending(), 10, "the message completed")
+    finally:
+        runner.stop(10)
+        thread.join(10)
+    assert codes == [0]
+    assert out.read_text(encoding="utf-8") == "Paris.\n"  # one reply, once
+    assert "What is the capital of France?" in str(chat_server.chat_requests[0]["messages"][-1])
+
+
+KIT = """
+from tests.channel_kit import KitDrivers, register
+
+
+def unused(*_args):
+    raise AssertionError("not run here")
+
+
+register(
+    "memo",
+    KitDrivers(
+        capabilities=unused,
+        approve=unused,
+        chat=unused,
+        stream=unused,
+        restart=unused,
+        busy=unused,
+        skips={"STRANGERS": "one user", "TOLD_THEIR_ID": "one user", "NOTICES": "one user"},
+    ),
+)
+"""
+
+
+@pytest.mark.usefixtures("memo_channel")
+def test_the_contract_kit_finds_a_channels_drivers_in_a_file_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tests/kit_<name>.py`` (here in a temporary folder on ``tests``' path) registers the channel's drivers with
+    the kit, found by the registry's name: no line in tests/channel_kit.py's tables."""
+    import tests
+    from tests import channel_kit
+
+    tables = ("CHANNELS", "APPROVE", "CHAT", "STREAM", "RESTART", "BUSY", "STRANGERS", "NO_STRANGERS")
+    tables += ("TOLD_THEIR_ID", "NOT_TOLD_THEIR_ID", "MEDIA", "FILE_OUT", "NOTICES", "NO_NOTICES")
+    for table in tables:  # the kit's tables as they were, after the test
+        monkeypatch.setattr(channel_kit, table, dict(getattr(channel_kit, table)))
+    (tmp_path / "kit").mkdir()
+    (tmp_path / "kit" / "kit_memo.py").write_text(KIT, encoding="utf-8")
+    monkeypatch.setattr(tests, "__path__", [*tests.__path__, str(tmp_path / "kit")])
+    monkeypatch.delitem(sys.modules, "tests.kit_memo", raising=False)
+    importlib.invalidate_caches()
+    channel_kit._drivers_in_their_own_files()
+    assert sorted(channel_kit.CHANNELS) == sorted(routes.channel_names())
+    assert "memo" in channel_kit.BUSY and "memo" not in channel_kit.STRANGERS
+    assert channel_kit.NO_STRANGERS["memo"] == channel_kit.NO_NOTICES["memo"] == "one user"
+    sys.modules.pop("tests.kit_memo", None)
