@@ -143,7 +143,7 @@ def test_the_run_the_doctor_setup_and_the_routes_find_a_channel_by_its_route_alo
     [frontend] = [a for a in build_parser()._actions if a.dest == "frontend"]
     assert "memo" in (frontend.choices or ())
     assert "memo" in enabled_frontends(Settings())
-    assert [check.name for check in dict(checks_in_order())["memo"](None)] == ["memo"]  # type: ignore[arg-type]
+    assert [check.name for check in dict(checks_in_order())["memo"](None)] == ["memo"]
     parser = argparse.ArgumentParser()
     add_channel_flags(parser)
     assert parser.parse_args(["--memo", "notes.txt"]).memo_file == "notes.txt"

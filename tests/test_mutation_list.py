@@ -50,3 +50,12 @@ def test_each_mutation_is_in_the_file_of_its_area():
         misplaced += [f"{m.id} ({m.path}) is in {name}.py" for m in area.MUTATIONS if area_of(m.path) != name]
     assert len(MUTATIONS) == sum(len(getattr(mutation_list, a).MUTATIONS) for a in {area_of(m.path) for m in MUTATIONS})
     assert not misplaced, misplaced
+
+
+def test_every_area_file_in_the_folder_is_read():
+    """An area file is found by its name (a new channel's ``channel_<name>.py`` is named nowhere else): every file
+    of bench/mutation_list/ but ``common.py`` gives its mutations, in the order of the files' names."""
+    files = sorted(path.stem for path in (ROOT / "bench" / "mutation_list").glob("*.py"))
+    assert list(mutation_list.AREA_FILES) == [name for name in files if name not in ("__init__", "common")]
+    read = [m.id for name in mutation_list.AREA_FILES for m in getattr(mutation_list, name).MUTATIONS]
+    assert [m.id for m in MUTATIONS] == read

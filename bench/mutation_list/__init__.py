@@ -3,63 +3,26 @@ with the test files that should notice it. Data only; tests/test_mutation_list.p
 change still occurs exactly once in its file, so a refactor that moves a guard updates this list with it.
 
 One file per area, named for the package whose file the mutation changes (``area_of`` below): a new guard's
-mutation goes into its area's file (``channel_<name>.py`` for a channel's folder), the test files it names
-into ``common.py``. Areas apart keep two branches that each add a mutation from meeting in one place.
+mutation goes into its area's file (``channel_<name>.py`` for a channel's folder: a new file, found here by its
+name), the test files it names into ``common.py`` or the area file itself. Areas apart keep two branches that
+each add a mutation from meeting in one place.
 """
 
 from __future__ import annotations
 
-from mutation_list import (
-    access,
-    agent,
-    channel_console,
-    channel_discord,
-    channel_email,
-    channel_matrix,
-    channel_signal,
-    channel_slack,
-    channel_telegram,
-    channel_webchat,
-    channel_whatsapp,
-    cli_ops,
-    config,
-    conversation,
-    files,
-    jobs,
-    media,
-    memory,
-    protocol,
-    serve,
-    skills,
-    web,
-)
+import importlib
+import pkgutil
+
 from mutation_list.common import Mutation
 
-__all__ = ["MUTATIONS", "Mutation", "area_of"]
+__all__ = ["AREA_FILES", "MUTATIONS", "Mutation", "area_of"]
 
-MUTATIONS: tuple[Mutation, ...] = (
-    *access.MUTATIONS,
-    *agent.MUTATIONS,
-    *channel_console.MUTATIONS,
-    *channel_discord.MUTATIONS,
-    *channel_email.MUTATIONS,
-    *channel_matrix.MUTATIONS,
-    *channel_signal.MUTATIONS,
-    *channel_slack.MUTATIONS,
-    *channel_telegram.MUTATIONS,
-    *channel_webchat.MUTATIONS,
-    *channel_whatsapp.MUTATIONS,
-    *cli_ops.MUTATIONS,
-    *config.MUTATIONS,
-    *conversation.MUTATIONS,
-    *files.MUTATIONS,
-    *jobs.MUTATIONS,
-    *media.MUTATIONS,
-    *memory.MUTATIONS,
-    *protocol.MUTATIONS,
-    *serve.MUTATIONS,
-    *skills.MUTATIONS,
-    *web.MUTATIONS,
+#: The area files, found in this folder in the order of their names: a new area (``channel_<name>.py`` for a new
+#: channel) is a new file, named nowhere else.
+AREA_FILES: tuple[str, ...] = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "common"))
+
+MUTATIONS: tuple[Mutation, ...] = tuple(
+    mutation for area in AREA_FILES for mutation in importlib.import_module(f"{__name__}.{area}").MUTATIONS
 )
 
 #: Which area file holds a mutation of a file of these packages (the first matching prefix).
