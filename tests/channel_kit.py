@@ -9,7 +9,8 @@ to the model (where ``media_in`` has them); a restart mid-turn leaves the messag
 it once. A file the send_file skill sends arrives once, as it is in the workspace. A due reminder reaches the chat
 it was set in and a collector's notice only the owner (conversation/notices.py). A message the same person sends
 while the model works follows the busy mode (steer and interrupt: one turn answers both; queue: two turns in
-order).
+order). A typed /help gets the shared answer and reaches no model; /stop ends the running turn at once and is
+answered (where the channel takes commands).
 
 Each case is a method of ``ChannelKit``, parametrized by ``channel``; a channel's drivers are in the tables below
 (APPROVE, CHAT, ...), put there for a new channel by its own ``tests/kit_<name>.py`` (``register``, found by the
@@ -35,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from messaging_llm_bot.channels.contract import Capabilities
+from messaging_llm_bot.conversation.commands import NOTHING_TO_STOP_TEXT, STOPPING_TEXT
 from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
 from tests import preload
 from tests.console_harness import TypedLines
@@ -1383,12 +1385,14 @@ FIRST, SECOND = "first: book the table for Anna", "no, the other Anna"
 
 @dataclasses.dataclass
 class _BusyChat:
-    """One chat of a channel under test: send a message, how many joined the running turn, the bot's messages."""
+    """One chat of a channel under test: send a message, how many joined the running turn, the bot's messages
+    (and the lines shown beside them: the terminal's stderr)."""
 
     send: Callable[[str], None]
     joined: Callable[[], int]
     replies: Callable[[], list[str]]
     waiting: Callable[[], bool]  # the second message waits its turn (stored, or read and held)
+    notes: Callable[[], list[str]] = lambda: []
 
 
 def _busy_mode(mode: str) -> Callable[[dict[str, typing.Any]], None]:
@@ -1539,6 +1543,7 @@ def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> _BusyCha
         lambda: err.getvalue().count(JOINED_TEXT),
         lambda: [line.removeprefix("you> ").strip() for line in out.getvalue().splitlines()],
         _two_stored(request),
+        lambda: err.getvalue().splitlines(),
     )
 
 
@@ -1809,6 +1814,86 @@ class _NoticesCase:
         assert not chat_server.chat_requests  # neither is a turn
 
 
+# -- commands typed as messages: /help answered with the shared text by no model; /stop ends the running turn ---------
+#
+# Through each channel's real path (conversation/intake.py ``ChannelIntake.command``; the owner's own chats: their
+# services). A channel's chat is its busy-mode driver's (BUSY: one chat, its sends and what it shows); /stop's case
+# holds the model's answer as that case does (tests/held_model.py).
+
+#: The channels that take commands typed as messages: their drivers (BUSY's, called with the default busy mode).
+COMMAND_CHATS = {
+    name: BUSY[name] for name in ("discord", "whatsapp", "console", "matrix", "webchat", "telegram", "signal")
+}
+#: Why a channel takes no commands.
+NO_COMMANDS = {
+    "email": "no commands by mail (docs/email.md): a mail's words are a message for the model",
+    "slack": "Slack's clients keep a typed /command to themselves and the bot registers none (docs/slack.md)",
+}
+#: What a channel answers to /stop while a turn runs: the shared text (conversation/commands.py), on the terminal
+#: its note on stderr (a line typed while it answers is read by its main thread: channels/console/chat.py).
+STOP_ANSWERS = {"console": "… stopping"}
+
+
+def _help_lines() -> list[str]:
+    """The shared /help's command list for the owner in their own chat (conversation/commands.py), without spaces
+    (a channel may wrap a line)."""
+    from messaging_llm_bot.conversation.commands import help_text
+
+    return [_words(line) for line in help_text([]).split("Commands:\n", 1)[1].splitlines()]
+
+
+class _CommandCase:
+    """Commands typed as messages."""
+
+    def test_a_typed_help_gets_the_shared_answer_and_reaches_no_model(
+        self, channel: str, request: pytest.FixtureRequest, chat_server
+    ) -> None:
+        from tests.waiting import wait_until
+
+        if channel not in COMMAND_CHATS:
+            pytest.skip(NO_COMMANDS[channel])
+        chat = COMMAND_CHATS[channel](request, "steer")
+        chat.send("/help")
+        lines = _help_lines()
+        wait_until(lambda: all(line in _words("".join(chat.replies())) for line in lines), 30, "the answer to /help")
+        assert sum("/stop" in reply for reply in chat.replies()) == 1  # answered once
+        chat_server.enqueue('{"reply": "pong END"}')
+        chat.send("ping")  # after /help: a model that saw it would see it by now
+        wait_until(lambda: "pong END" in chat.replies(), 30, "the answer to ping")
+        [turn] = chat_server.chat_requests
+        assert "/help" not in json.dumps(turn["messages"])  # nor is it in the conversation's history
+
+    def test_stop_while_a_turn_runs_ends_it_at_once_and_is_answered(
+        self, channel: str, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        from assistant_framework.inbox import Inbox
+        from tests.held_model import HeldModel
+        from tests.waiting import wait_until
+
+        if channel not in COMMAND_CHATS:
+            pytest.skip(NO_COMMANDS[channel])
+        model = HeldModel(chat_server)
+        stopping = STOP_ANSWERS.get(channel, STOPPING_TEXT)
+        chat = COMMAND_CHATS[channel](request, "steer")
+
+        def shown() -> list[str]:
+            return chat.replies() + chat.notes()
+
+        try:
+            chat.send(FIRST)
+            assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+            chat.send("/stop")
+            # Until the turn's stop is shown, or the held answer given (the stop missed the turn).
+            wait_until(lambda: any("⏹ Stopped." in t for t in shown()) or model.held_answered.is_set(), 30, "the stop")
+            assert not model.held_answered.is_set()  # the turn ended while the model still held its answer
+            wait_until(lambda: any(stopping in t for t in shown()), 15, "the answer to /stop")
+        finally:
+            model.release.set()
+        wait_until(lambda: not Inbox(workspace).pending(), 15, "the stopped message completed")
+        assert not [t for t in shown() if "answer to the first only" in t or NOTHING_TO_STOP_TEXT in t]
+        assert len(chat_server.chat_requests) == 1  # no round after the stop
+
+
 # -- a channel's drivers in a file of its own -------------------------------------------------------------------
 
 
@@ -1829,6 +1914,7 @@ class KitDrivers:
     media: Callable[[pytest.FixtureRequest, bytes], None] | None = None
     file_out: Callable[[pytest.FixtureRequest], list[bytes]] | None = None
     notices: Callable[[pytest.FixtureRequest], dict[str, list[str]]] | None = None
+    commands: bool = True  # its busy chat takes typed commands (the COMMANDS case); else why not in ``skips``
     skips: typing.Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -1844,6 +1930,7 @@ def register(name: str, drivers: KitDrivers) -> None:
         ("STRANGERS", STRANGERS, NO_STRANGERS, drivers.strangers),
         ("TOLD_THEIR_ID", TOLD_THEIR_ID, NOT_TOLD_THEIR_ID, drivers.told_their_id),
         ("NOTICES", NOTICES, NO_NOTICES, drivers.notices),
+        ("COMMANDS", COMMAND_CHATS, NO_COMMANDS, drivers.busy if drivers.commands else None),
     ]
     for label, table, why_not, driver in told:
         if driver is not None:
@@ -1869,6 +1956,7 @@ class ChannelKit(
     _RestartCase,
     _BusyCase,
     _NoticesCase,
+    _CommandCase,
 ):
     """Every case of the kit, each on every channel of ``channels``. A test module runs the kit on its group of
     channels by a subclass named ``Test<Group>`` that sets ``channels``."""

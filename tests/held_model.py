@@ -31,11 +31,13 @@ class HeldModel:
 
     def __init__(self, server: FakeChatServer) -> None:
         self.release = threading.Event()
+        self.held_answered = threading.Event()  # the held answer given (released, or after 20 s)
         server.set_handler(self.answer)
 
     def answer(self, request: dict) -> str:
         turn = user_texts(request)
         if len(turn) == 1 and "first" in turn[0]:
             self.release.wait(20)
+            self.held_answered.set()
             return json.dumps({"reply": "answer to the first only"})
         return json.dumps({"reply": "answer to: " + " + ".join(first_line(t) for t in turn)})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, BUSY, SIGNAL, Mutation
+from mutation_list.common import BOT, BUSY, KIT_TELEGRAM_SIGNAL_WHATSAPP, SIGNAL, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- Signal: allowlist and identity (channels/signal/) --------------------------------------------
@@ -79,5 +79,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if not addressed_to_bot(msg, service.settings):",
         "a group message that mentions the bot by its UUID only counts as not addressed to it and is not answered",
         ("test_signal.py",),
+    ),
+    Mutation(
+        "signal-command-to-the-model",
+        f"{BOT}/channels/signal/events.py",
+        '        if msg.kind() == "text" and msg.text.startswith("/"):',
+        "        if False:",
+        "a typed /help, /stop or /new on Signal is a message for the model: no command answers, /stop stops nothing",
+        KIT_TELEGRAM_SIGNAL_WHATSAPP,
     ),
 )

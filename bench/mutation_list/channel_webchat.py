@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, WEBCHAT, WEBCHAT_JOBS, Mutation
+from mutation_list.common import BOT, KIT_CONSOLE_WEBCHAT, WEBCHAT, WEBCHAT_JOBS, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -44,5 +44,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if not isinstance(client_id, str):",
         "a page's message id of any length and characters becomes part of the inbox's source id",
         WEBCHAT,
+    ),
+    Mutation(
+        "webchat-stop-waits-its-turn",
+        f"{BOT}/channels/webchat/service.py",
+        '        if text.strip().lower() == "/stop":  # at once, not behind the turn it stops',
+        "        if False:  # at once, not behind the turn it stops",
+        "/stop on the web chat waits behind the answer it should stop, then finds nothing to stop",
+        KIT_CONSOLE_WEBCHAT,
     ),
 )

@@ -61,4 +61,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a stranger's message reaches the model",
         WHATSAPP_BOT,
     ),
+    Mutation(
+        "whatsapp-command-to-the-model",
+        "messaging_llm_bot/channels/whatsapp/intake.py",
+        '        if msg.kind == "text" and text.startswith("/") and len(text) > 1:',
+        "        if False:",
+        "a typed /help, /stop or /new on WhatsApp is a message for the model: no command answers, /stop stops nothing",
+        KIT_TELEGRAM_SIGNAL_WHATSAPP,
+    ),
 )
