@@ -1885,7 +1885,7 @@ class _CommandCase:
             chat.send("/stop")
             # Until the turn's stop is shown, or the held answer given (the stop missed the turn).
             wait_until(lambda: any("⏹ Stopped." in t for t in shown()) or model.held_answered.is_set(), 30, "the stop")
-            assert not model.held_answered.is_set()  # the turn ended while the model still held its answer
+            assert not model.held_answered.is_set(), shown()  # the turn ended while the model held its answer
             wait_until(lambda: any(stopping in t for t in shown()), 15, "the answer to /stop")
         finally:
             model.release.set()
