@@ -349,3 +349,48 @@ def test_a_collectors_notice_is_printed_between_the_lines_once(bot_config, works
         jobs.stop(10)
         runtime.shutdown(5)
     assert out.getvalue().count("📬 rss") == 1
+
+
+def test_at_readlines_prompt_a_text_is_printed_by_the_main_thread_woken_for_it() -> None:
+    """At readline's prompt a text shown from another thread is printed by the thread woken for it (chat.py: the
+    main thread, by a signal, between readline's keys), never by the thread showing it: from there it could land
+    between readline taking a key and showing it, and wipe the line's start from view. Typed: it waits; the line
+    emptied, it wakes the main thread again."""
+    import io
+    import threading
+
+    from messaging_llm_bot.channels.console.extras import CLEAR_LINE, PROMPT, Screen
+
+    writers: list[int] = []
+
+    class Out(io.StringIO):
+        def write(self, text: str) -> int:
+            writers.append(threading.get_ident())
+            return super().write(text)
+
+    out, typed, woken = Out(), [""], threading.Event()
+    screen = Screen(out, lambda: typed[0], woken.set)
+    screen.before_prompt()
+    screen.reading()
+    shown: list[bool] = []
+    showing = threading.Thread(target=lambda: shown.append(screen.show("⏰ stretch")))
+    showing.start()
+    assert woken.wait(10)
+    assert out.getvalue() == ""  # not printed by the thread showing it
+    screen.print_at_prompt()  # the main thread, woken
+    showing.join(10)
+    assert shown == [True] and out.getvalue() == f"{CLEAR_LINE}⏰ stretch\n\n{PROMPT}"
+    assert set(writers) == {threading.get_ident()}
+
+    typed[0], before = "hel", out.getvalue()
+    showing = threading.Thread(target=lambda: shown.append(screen.show("⏰ drink")))
+    showing.start()
+    wait_until(lambda: screen._waiting, what="the text waiting")
+    screen.print_at_prompt()  # woken while a line is typed: nothing is printed into it
+    assert out.getvalue() == before
+    woken.clear()
+    typed[0] = ""  # the line emptied (Ctrl-U): the waiting text wakes the main thread again
+    assert woken.wait(10)
+    screen.print_at_prompt()
+    showing.join(10)
+    assert shown == [True, True] and out.getvalue() == f"{before}{CLEAR_LINE}⏰ drink\n\n{PROMPT}"

@@ -41,4 +41,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         "chat does not end",
         ("test_console_gap.py",),
     ),
+    Mutation(
+        "console-prompt-printed-from-any-thread",
+        f"{BOT}/channels/console/extras.py",
+        "            if self.wake is None and self._at_prompt and not self._typing():",
+        "            if self._at_prompt and not self._typing():",
+        "a reminder or job reply at readline's prompt is printed by the thread showing it, racing readline's "
+        "handling of a key: the key taken but shown before the text is wiped from view",
+        ("test_console_tty.py",),
+    ),
+    Mutation(
+        "console-main-thread-never-woken",
+        f"{BOT}/channels/console/chat.py",
+        "    return lambda: signal.pthread_kill(main, signum)",
+        "    return lambda: None",
+        "a reminder due while the owner sits at readline's prompt waits until the next line is sent",
+        ("test_console_tty.py",),
+    ),
 )

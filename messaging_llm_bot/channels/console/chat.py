@@ -21,10 +21,11 @@ Signal bot on the same workspace is no conflict (its own conversations, items, r
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TextIO
 
@@ -43,6 +44,9 @@ from messaging_llm_bot.conversation.shutdown import take_lock
 QUIT_COMMANDS = ("/quit", "/exit")
 EXIT_USAGE = 2
 POLL_SECONDS = 0.1  # how often the main thread looks for a line typed meanwhile while an answer is written
+#: Wakes the main thread at readline's prompt to print what waits (extras.Screen.wake). Its default action is to
+#: ignore it: one sent as the chat ends, its handler put back, does nothing.
+WAKE_SIGNAL: signal.Signals | None = getattr(signal, "SIGURG", None)
 
 
 def run_console(
@@ -77,26 +81,50 @@ def _chat(runtime: Runtime, term: Terminal, job_clock: Callable[[], datetime] | 
         )
     read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
     if interactive:  # reminders and job replies are printed between the user's lines, never into one being typed
-        term = Terminal(stdin, stdout, term.stderr, Screen(stdout, typed_so_far(stdin, stdout, interactive)))
+        typed = typed_so_far(stdin, stdout, interactive)
+        term = Terminal(stdin, stdout, term.stderr, Screen(stdout, typed, _waker() if typed is not None else None))
     service = ConsoleService(runtime, term)
     service.job_clock = job_clock
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        service.start()
-        if service.stopped.is_set():
-            return 1  # it could not start: the log says why
-        _prompt(service, read_line, interactive)
-        service.stop(10)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
-        print("", file=stdout)
-        service.leave_now()
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        save_history()
+    with _signals(term.screen):
+        try:
+            service.start()
+            if service.stopped.is_set():
+                return 1  # it could not start: the log says why
+            _prompt(service, read_line, interactive)
+            service.stop(10)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
+            print("", file=stdout)
+            service.leave_now()
+        finally:
+            save_history()
     return 0
+
+
+def _waker() -> Callable[[], None] | None:
+    """A readline prompt's ``Screen.wake``: WAKE_SIGNAL to the main thread (``_signals`` handles it there); None
+    where there is no such signal or the chat is not on the main thread (only it takes signals)."""
+    if WAKE_SIGNAL is None or threading.current_thread() is not threading.main_thread():
+        return None
+    main, signum = threading.get_ident(), WAKE_SIGNAL
+    return lambda: signal.pthread_kill(main, signum)
+
+
+@contextlib.contextmanager
+def _signals(screen: Screen | None) -> Iterator[None]:
+    """While the chat runs on the main thread: SIGTERM leaves it, WAKE_SIGNAL prints what waits at the prompt
+    (``Screen.print_at_prompt``); the handlers before are put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers: dict[signal.Signals, Callable[[int, object], None]] = {signal.SIGTERM: _interrupt}
+    if screen is not None and screen.wake is not None and WAKE_SIGNAL is not None:
+        handlers[WAKE_SIGNAL] = lambda signum, frame: screen.print_at_prompt()
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _prompt(service: ConsoleService, read_line: ReadLine, interactive: bool) -> None:

@@ -7,7 +7,9 @@ while readline reads a line: it switches the terminal to raw mode then, and the 
 it, still waiting in cooked mode, into a NUL that readline takes for Ctrl-Space: the Ctrl-D would be lost. So a
 prompt is shown only by the read itself (readline's, or the plain reader's), never ahead of it (``Screen.reading``),
 and what was typed in cooked mode and can be read before readline starts (a Ctrl-D, a whole line) is read as typed
-(``line_reader``)."""
+(``line_reader``). At readline's prompt a text is printed by the main thread, woken for it (``Screen.wake``), between
+two keys: from another thread it could land between readline taking a key and showing it, and wipe the line's start
+from view (readline's buffer, what ``typed`` tells, would be ahead of the screen)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ HISTORY_FILE = "state/console_history"
 HISTORY_LENGTH = 1000
 PROMPT = "you> "
 CLEAR_LINE = "\r\x1b[K"  # back to the line's start and clear it: the prompt is printed again below the text
+#: How often a text waiting for an empty prompt wakes the main thread again: a wake-up that comes while readline
+#: handles a key is taken only at the next interruption of its wait.
+WAKE_SECONDS = 0.05
 
 #: Read one line ("" at the end of input), calling the callable once the terminal is read with the prompt shown.
 ReadLine = Callable[[Callable[[], None]], str]
@@ -117,13 +122,18 @@ def _read_edited(readline: ModuleType, stdin: TextIO, reading: Callable[[], None
         if line.strip():
             readline.add_history(line.rstrip("\n"))  # Up recalls it as it recalls a line readline read
         return line
-    readline.set_pre_input_hook(reading)  # readline calls it after the prompt, before the first key
+    hook: Callable[..., None] | None = getattr(readline, "set_pre_input_hook", None)  # not in every build
+    if hook is None:
+        reading()  # a moment early: a text may come with a prompt of its own just before readline's
+    else:
+        hook(reading)  # readline calls it after its prompt, the terminal in raw mode, before the first key
     try:
         return input(PROMPT) + "\n"
     except EOFError:
         return ""
     finally:
-        readline.set_pre_input_hook()
+        if hook is not None:
+            hook()
 
 
 def _readline(stdin: TextIO, stdout: TextIO, interactive: bool) -> ModuleType | None:
@@ -184,16 +194,20 @@ class _Waiting:
 class Screen:
     """Prints the terminal chat's own messages (reminders, job replies; plain text) between the user's
     lines: at once at an empty prompt, else right before the next prompt. ``typed`` tells what the user
-    has typed at the prompt so far (readline's line buffer; None: unknown, taken as nothing).
+    has typed at the prompt so far (readline's line buffer; None: unknown, taken as nothing). ``wake``: has the main
+    thread call ``print_at_prompt`` (a signal to it, chat.py); None: a text is printed by the thread showing it.
 
     The main thread says where it is: ``before_prompt`` (about to read a line), ``reading`` (the prompt is
     shown and the terminal read), ``after_prompt`` (a line was read; an answer is written). Between the first
     two the terminal is not read yet: nothing is printed then, so no prompt is seen before the read (a Ctrl-D
     typed at a prompt printed ahead of readline was lost)."""
 
-    def __init__(self, out: TextIO, typed: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self, out: TextIO, typed: Callable[[], str] | None = None, wake: Callable[[], None] | None = None
+    ) -> None:
         self.out = out
         self.typed = typed
+        self.wake = wake
         self._lock = threading.Lock()
         self._waiting: list[_Waiting] = []
         self._prompting = False  # from before_prompt to after_prompt: a question waits for the prompt
@@ -207,14 +221,34 @@ class Screen:
         with self._lock:
             if self._closed:
                 return False
-            if self._at_prompt and not self._typing():
+            if self.wake is None and self._at_prompt and not self._typing():
                 self.out.write(f"{CLEAR_LINE}{_block(text)}{PROMPT}")
                 self.out.flush()
                 waiting.printed.set()
                 return True
             self._waiting.append(waiting)
-        waiting.done.wait()
+        while not waiting.done.is_set():
+            self._wake_at_empty_prompt()
+            waiting.done.wait(WAKE_SECONDS if self.wake is not None else None)
         return waiting.printed.is_set()
+
+    def _wake_at_empty_prompt(self) -> None:
+        """Wake the main thread if it sits at an empty prompt (it looks again itself before it prints)."""
+        with self._lock:
+            ready = self.wake is not None and self._at_prompt and not self._closed and not self._typing()
+        if ready and self.wake is not None:
+            self.wake()
+
+    def print_at_prompt(self) -> None:
+        """On the main thread, woken at the prompt (``wake``): print what waits if nothing is typed. It runs
+        between readline's keys, so readline's line buffer is what the screen shows."""
+        if not self._lock.acquire(blocking=False):
+            return  # held (this thread was interrupted in it, or another holds it a moment): woken again
+        try:
+            if self._at_prompt and not self._closed and not self._typing():
+                self._print_waiting(PROMPT)
+        finally:
+            self._lock.release()
 
     def ask(self, question: str, asked: threading.Event) -> bool:
         """Print a question the owner answers by the next line (``asked`` set as it is printed): at once while an
