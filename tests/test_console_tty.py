@@ -51,8 +51,8 @@ def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_ser
         term.wait_for("ok!", start=mark)
         assert "^[[A" not in term.output
         # Readline reading again (its prompt after the reply): the reminder comes while the owner sits at the
-        # prompt, and the Ctrl-D below is read by readline (typed before it reads, in the terminal's cooked
-        # mode, it would be lost, as on any terminal).
+        # prompt (printed by the main thread, woken by a signal), and the Ctrl-D below is read by readline (one
+        # typed before readline reads is read by the chat itself: tests/test_console_gap.py).
         term.wait_for("you> ", start=term.output.index("ok!", mark))
         store.add("console", "drink water", datetime.now(timezone.utc), "UTC")  # due while the chat runs
         term.wait_for("⏰ drink water", timeout=30)
