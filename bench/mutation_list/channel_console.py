@@ -58,4 +58,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a reminder due while the owner sits at readline's prompt waits until the next line is sent",
         ("test_console_tty.py",),
     ),
+    Mutation(
+        "console-stop-typed-waits-its-turn",
+        f"{BOT}/channels/console/chat.py",
+        '    if text.lower() == "/stop":',
+        "    if False:",
+        "/stop typed while the terminal chat answers waits behind that answer instead of stopping it",
+        KIT_CONSOLE_WEBCHAT,
+    ),
 )
