@@ -8,7 +8,13 @@ import asyncio
 
 import pytest
 
-from messaging_llm_bot.conversation.approvals import ReplyApprovals
+from messaging_llm_bot.agent.guard import ApprovalRequest
+from messaging_llm_bot.conversation.approvals import (
+    STOPPED_UNANSWERED,
+    OpenQuestions,
+    ReplyApprovals,
+    decline_questions_on,
+)
 from messaging_llm_bot.conversation.delivery import DeliveryError
 
 CHAT = "!room:example.org"
@@ -57,3 +63,40 @@ def test_no_answer_in_time_is_no_and_a_failed_send_leaves_no_question_open() -> 
 
     timed_out, late, after_failure = asyncio.run(main())
     assert timed_out is False and late is False and after_failure is False
+
+
+def test_a_question_with_buttons_ended_by_the_stop_says_the_bot_stopped_not_that_time_ran_out() -> None:
+    """The worker thread asks through ``approver``; the channel's stop (``decline_questions_on``) declines it at
+    once, and the question's message is updated to say the bot stopped (it said "No answer in time")."""
+    request: ApprovalRequest = {
+        "skill": "file",
+        "args": {"action": "delete", "path": "notes/a.md"},
+        "capabilities": ["write"],
+        "reason": "deletes ask",
+        "chat": CHAT,
+        "allow_conversation": False,
+    }
+    shown: list[tuple[str, object, str]] = []
+
+    async def main() -> bool:
+        loop = asyncio.get_running_loop()
+        questions = OpenQuestions(timeout_seconds=60)
+        posted = asyncio.Event()
+
+        async def post(_offers: bool) -> str:
+            posted.set()
+            return "message-1"
+
+        async def show(message: str, answer: object, unanswered: str) -> None:
+            shown.append((message, answer, unanswered))
+
+        approve = questions.approver(
+            lambda asked: questions.ask_with_buttons("k1", CHAT, asked, post, show, "test"), loop, CHAT
+        )
+        answer = asyncio.ensure_future(asyncio.to_thread(approve, request))
+        await posted.wait()  # post() does not wait: the question now waits for the press
+        assert decline_questions_on(loop) == 1
+        return await answer is True
+
+    assert asyncio.run(main()) is False
+    assert shown == [("message-1", None, STOPPED_UNANSWERED)]

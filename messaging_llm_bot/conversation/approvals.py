@@ -38,6 +38,8 @@ Posted = TypeVar("Posted")
 TIMEOUT_SECONDS = 300.0
 #: What the owner is told when a question times out.
 NO_ANSWER = "No answer in time: not done."
+#: What an open question's message says once the bot stopped before the owner answered.
+STOPPED_UNANSWERED = "The bot stopped before an answer came: not done."
 #: What "allow for this conversation" means, said wherever it is offered (buttons, a reply, the terminal's c).
 ALLOWANCE = (
     "this skill's calls then run without asking while the outside content named above is all that is in view; "
@@ -228,16 +230,19 @@ class OpenQuestions:
         chat: Hashable,
         request: ApprovalRequest,
         post: Callable[[bool], Awaitable[Posted]],
-        show: Callable[[Posted, Answer | None], Awaitable[None]],
+        show: Callable[[Posted, Answer | None, str], Awaitable[None]],
         channel: str,
     ) -> Answer:
         """An ``ask`` question with buttons (Telegram, Slack), open under ``key`` while ``post(offers)`` sends it
         (the platform's handle of its message; ``offers``: "allow for this conversation" is one of its buttons)
-        and the owner's press or reply answers it; then ``show(posted, answer)`` updates the message (None: no
-        answer in time; best effort, never raises). False when it could not be asked (``DeliveryError``)."""
+        and the owner's press or reply answers it; then ``show(posted, answer, unanswered)`` updates the message
+        (``answer`` None: none came, and ``unanswered`` says why: ``NO_ANSWER`` in time, ``STOPPED_UNANSWERED``
+        when the bot's stop ended the question; best effort, never raises). False when it could not be asked
+        (``DeliveryError``)."""
         future = self.open(key, chat, offers_conversation(request))
         posted: Posted | None = None
         answer: Answer | None = None
+        unanswered = NO_ANSWER
         try:
             posted = await post(self.offered(key))
             answer = await self.wait(future)
@@ -245,10 +250,13 @@ class OpenQuestions:
         except DeliveryError as err:
             log.warning("%s: could not ask for confirmation in %s: %s", channel, chat, err)
             return False
+        except asyncio.CancelledError:  # the channel's stop (decline_questions_on): no answer can come any more
+            unanswered = STOPPED_UNANSWERED
+            raise
         finally:
             self.close(key)
             if posted is not None:
-                await show(posted, answer)
+                await show(posted, answer, unanswered)
 
     async def wait(self, future: asyncio.Future[Answer]) -> Answer | None:
         """The owner's answer, or None when none came within the timeout."""

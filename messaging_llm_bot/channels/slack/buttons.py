@@ -16,8 +16,6 @@ import secrets
 from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict
 
-from messaging_llm_bot.conversation.approvals import Answer, chosen_text
-
 #: Block Kit's bound on a section's text.
 MAX_SECTION_CHARS = 3000
 _VALUE = re.compile(r"([0-9a-f]{16}):(yes|no|chat)")
@@ -107,9 +105,10 @@ def question_blocks(mrkdwn: str, token: str, offers_chat: bool) -> list[Block]:
     return [section(mrkdwn), {"type": "actions", "block_id": f"approval_{token}", "elements": buttons}]
 
 
-def answered_blocks(mrkdwn: str, answer: Answer | None) -> list[Block]:
-    """The question's message once answered: its text and what was chosen, no buttons."""
-    return [section(f"{mrkdwn}\n\n*{chosen_text(answer)}*")]
+def answered_blocks(mrkdwn: str, chosen: str) -> list[Block]:
+    """The question's message once closed: its text and what was chosen (``chosen_text``, or why none was), no
+    buttons."""
+    return [section(f"{mrkdwn}\n\n*{chosen}*")]
 
 
 def press_of(payload: object) -> Press | None:

@@ -115,11 +115,13 @@ class SlackChannel:
             return False
         return self.questions.answer(asked.key, answer_of_choice(press.choice))
 
-    async def show_answer(self, asked: Asked, answer: Answer | None) -> None:
-        """The question's message says what was chosen, without its buttons (the question is closed)."""
+    async def show_answer(self, asked: Asked, answer: Answer | None, unanswered: str) -> None:
+        """The question's message says what was chosen (``unanswered`` when none was), without its buttons (the
+        question is closed)."""
         self.asked.pop(asked.token, None)
-        text = f"{asked.text}\n\n{chosen_text(answer)}"[:MAX_TEXT_CHARS]
-        await self.client.update(asked.channel, asked.ts, text, answered_blocks(asked.text, answer))
+        chosen = unanswered if answer is None else chosen_text(answer)
+        text = f"{asked.text}\n\n{chosen}"[:MAX_TEXT_CHARS]
+        await self.client.update(asked.channel, asked.ts, text, answered_blocks(asked.text, chosen))
 
     def resolve(self, key: str, text: str) -> bool:
         """Answer an open question of ``key`` with ``text``; True when the message was that answer."""

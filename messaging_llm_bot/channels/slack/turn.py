@@ -26,7 +26,7 @@ from messaging_llm_bot.channels.slack.format import CAPABILITIES
 from messaging_llm_bot.channels.slack.live import SlackLive, ts_of_number
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_payload
 from messaging_llm_bot.channels.slack.settings import place_of
-from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, question_text
+from messaging_llm_bot.conversation.approvals import Answer, question_text
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received
@@ -107,11 +107,11 @@ class SlackTurns(ChatTurns):
             except SlackUnavailable as err:
                 raise DeliveryError(str(err)) from err
 
-        async def show(asked: Asked, answer: Answer | None) -> None:
+        async def show(asked: Asked, answer: Answer | None, unanswered: str) -> None:
             if answer is None:
-                await self.say(to, NO_ANSWER)
+                await self.say(to, unanswered)
             try:
-                await self.slack.show_answer(asked, answer)
+                await self.slack.show_answer(asked, answer, unanswered)
             except (SlackUnavailable, DeliveryError) as err:
                 log.info("slack: the question in %s was not updated: %s", asked.channel, err)
 

@@ -22,7 +22,6 @@ from telegram.ext import ContextTypes
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.conversation.approvals import (
     ALLOWANCE,
-    NO_ANSWER,
     TIMEOUT_SECONDS,
     Answer,
     OpenQuestions,
@@ -77,10 +76,10 @@ class TelegramApprovals:
             except TelegramError as err:
                 raise DeliveryError(str(err)) from err
 
-        async def show(message: telegram.Message, answer: Answer | None) -> None:
+        async def show(message: telegram.Message, answer: Answer | None, unanswered: str) -> None:
             if answer is None:
                 with contextlib.suppress(TelegramError):
-                    await bot.edit_message_text(NO_ANSWER, chat_id=chat_id, message_id=message.message_id)
+                    await bot.edit_message_text(unanswered, chat_id=chat_id, message_id=message.message_id)
 
         return await self.questions.ask_with_buttons(token, chat_id, request, post, show, "telegram")
 
