@@ -110,7 +110,7 @@ def fail_closed(answer: object) -> Answer:
     return answer if answer is True or answer == ALLOW_CONVERSATION else False
 
 
-class _Waiting:
+class _QuestionsOnLoops:
     """The questions worker threads wait for, per event loop they are asked on, and the loops whose channel
     stopped (any thread)."""
 
@@ -152,13 +152,13 @@ class _Waiting:
         return len(waiting)
 
 
-_WAITING = _Waiting()
+_QUESTIONS_ON_LOOPS = _QuestionsOnLoops()
 
 
 def decline_questions_on(loop: asyncio.AbstractEventLoop) -> int:
     """At a channel's stop: every question a worker thread waits for on ``loop`` (the channel's) is declined now,
     and any asked there later is declined without being asked; how many were open."""
-    return _WAITING.end(loop)
+    return _QUESTIONS_ON_LOOPS.end(loop)
 
 
 class OpenQuestions:
@@ -269,7 +269,7 @@ class OpenQuestions:
         """A blocking ``approve`` for the agent's worker thread: ``ask`` runs on ``loop``; any failure is a no."""
 
         def approve(request: ApprovalRequest) -> Answer:
-            future = _WAITING.ask(ask(request), loop)
+            future = _QUESTIONS_ON_LOOPS.ask(ask(request), loop)
             try:
                 if future is None:
                     raise concurrent.futures.CancelledError
