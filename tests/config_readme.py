@@ -1,4 +1,6 @@
-"""config/README.md's key tables read, and held to the settings records: each key, its default and its values.
+"""config/README.md's key tables read, and held to the settings records: each key, its default and its values; a
+channel's own section (declared in its folder: messaging_llm_bot/channels/sections.py) the same way in its page,
+docs/<name>.md.
 
 A section's table (under ``## `section` ``) has the columns key, default, values, meaning. A row may
 name several keys (`` `a` / `b` ``); its default and values cells then hold as many parts, separated by
@@ -13,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant_framework.config.settings.fields import REQUIRED, Record, key_docs
+from assistant_framework.config.settings.fields import REQUIRED, KeyDoc, Record, key_docs
 from assistant_framework.config.settings.values import values_text
 
 README = Path(__file__).resolve().parent.parent / "config" / "README.md"
@@ -69,16 +71,37 @@ def same(documented_value: object, code_value: object) -> bool:
 
 def readme_differences(text: str, records: type[Record]) -> list[str]:
     """Where the README's tables and ``records`` disagree: keys on one side only, defaults, values."""
-    rows = readme_rows(text)
-    docs = {doc.key: doc for doc in key_docs(records)}
-    problems = [f"{key}: the records have it, config/README.md does not" for key in docs if key not in rows]
-    problems += [f"{key}: config/README.md has it, no record does" for key in rows if key not in docs]
+    return _differences(readme_rows(text), {doc.key: doc for doc in key_docs(records)}, "config/README.md")
+
+
+def page_differences(text: str, section: str, record: type[Record], page: str) -> list[str]:
+    """Where a page's table of a declared section (``page``: docs/<name>.md, the table under ``## `section` ``)
+    and the section's record disagree, as ``readme_differences``."""
+    rows = {key: row for key, row in readme_rows(text).items() if key.startswith(section + ".")}
+    return _differences(rows, {doc.key: doc for doc in key_docs(record, section + ".")}, page)
+
+
+def channel_pages_differences(docs: Path) -> list[str]:
+    """``page_differences`` for every channel's own section (channels/sections.py), each in ``docs/<name>.md``."""
+    from messaging_llm_bot.channels.sections import channel_sections
+
+    problems: list[str] = []
+    for name, record in channel_sections().items():
+        page = docs / f"{name}.md"
+        if not page.exists():
+            problems.append(f"{name}: the channel's section is documented in no {page.name}")
+            continue
+        problems += page_differences(page.read_text(encoding="utf-8"), name, record, f"docs/{page.name}")
+    return problems
+
+
+def _differences(rows: dict[str, Row], docs: dict[str, KeyDoc], where: str) -> list[str]:
+    problems = [f"{key}: the records have it, {where} does not" for key in docs if key not in rows]
+    problems += [f"{key}: {where} has it, no record does" for key in rows if key not in docs]
     for key in rows.keys() & docs.keys():
         row, doc = rows[key], docs[key]
         if not same(row.default, doc.default):
-            problems.append(f"{key}: default {row.default!r} in config/README.md, {doc.default!r} in the records")
+            problems.append(f"{key}: default {row.default!r} in {where}, {doc.default!r} in the records")
         if row.values != values_text(doc.schema):
-            problems.append(
-                f"{key}: values {row.values!r} in config/README.md, {values_text(doc.schema)!r} in the records"
-            )
+            problems.append(f"{key}: values {row.values!r} in {where}, {values_text(doc.schema)!r} in the records")
     return sorted(problems)

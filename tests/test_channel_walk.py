@@ -1,13 +1,13 @@
 """docs/channels.md's promise, "a new channel is new files plus one registry line", held: a channel of this test's
-own, written as the walk says in a temporary folder (its ``entry.py``, ``doctor.py`` and ``setup.py``) and added to
-the registry by one ``Route``, is started by ``assistant run``'s way of starting a channel and answers a message
-through the conversation service's turn; the run's ``--frontend``, the doctor, setup and the routing of stored chat
-ids find it by its name, with no other file changed.
+own, written as the walk says in a temporary folder (its ``entry.py``, ``section.py``, ``doctor.py`` and
+``setup.py``, and its page ``docs/memo.md``) and added to the registry by one ``Route``, is started by ``assistant
+run``'s way of starting a channel and answers a message through the conversation service's turn; the run's
+``--frontend``, the doctor, setup and the routing of stored chat ids find it by its name, with no other file changed.
 
-The channel (``memo``): the owner's messages are the lines of ``memo/in.txt`` in the workspace, read at the start;
-each reply is appended to ``memo/out.txt``. It has no config section: a channel with one adds its record's field to
-``Settings`` and its table to config/README.md as the walk's step 7 says (what this test cannot add in a temporary
-folder).
+The channel (``memo``): the owner's messages are the lines of a file in the workspace (``memo.in_file``), read at the
+start; each reply is appended to another (``memo.out_file``). Its config section is its own record
+(``section.py``), known to every reader of the config through the Route alone: no line in the framework's
+``Settings``, no table in config/README.md (its keys are documented in its page, held to the record).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from assistant_framework.config.settings.allowlist import Allowlist
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot import channels
 from messaging_llm_bot.conversation import routes
@@ -41,6 +42,7 @@ from messaging_llm_bot.conversation.intake import Arrival
 from messaging_llm_bot.conversation.outgoing import send_parts
 from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.turn import Received
+from messaging_llm_bot.channels.memo.section import MemoSettings
 
 OWNER = Address("owner")
 
@@ -82,12 +84,12 @@ class MemoService(ChannelService):
     NAME, TITLE, LOCK_FILE, LOCK_WHO = "memo", "the memo channel", "state/memo.lock", "memo: another memo bot"
 
     async def serve(self):
-        workspace = self.runtime.workspace
+        workspace, files = self.runtime.workspace, self.runtime.settings.section(MemoSettings)
         self.inbox = await asyncio.to_thread(Inbox, workspace)
         turns = self.shutdown.turns = MemoTurns(self.runtime, self.inbox, self.NAME)
-        turns.platform = MemoFile(workspace.path("memo/out.txt"))
+        turns.platform = MemoFile(workspace.path(files.out_file))
         intake = self.channel_intake(turns)
-        lines = workspace.path("memo/in.txt").read_text(encoding="utf-8").splitlines()
+        lines = workspace.path(files.in_file).read_text(encoding="utf-8").splitlines()
         for n, line in enumerate(lines):
             arrival = Arrival(f"memo:{n}", "memo:owner", {"text": line}, "owner", True, line, n, False)
             await intake.take(arrival, lambda text: turns.say(OWNER, text))
@@ -97,12 +99,50 @@ def runner(runtime, options: RunOptions) -> ChannelRunner:
     return MemoService(runtime, stop_signals=options.stop_signals, manage_runtime=options.manage_runtime)
 '''
 
+SECTION = '''
+"""The ``memo`` section (docs/memo.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assistant_framework.config.settings.allowlist import Allowlist
+from assistant_framework.config.settings.fields import flag, maybe, reads, strings, text
+
+
+@dataclass(frozen=True)
+class MemoSettings(Allowlist):
+    enabled: bool = field(default=False, metadata=reads(flag))
+    in_file: str = field(default="memo/in.txt", metadata=reads(text, min_length=1))
+    out_file: str = field(default="memo/out.txt", metadata=reads(text, min_length=1))
+    allowed: tuple[str, ...] = field(default=("owner",), metadata=reads(strings))
+    owner: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+
+
+RECORD = MemoSettings
+'''
+
+PAGE = """# The memo channel
+
+## `memo` (`memo.json`)
+
+| key | default | values | meaning |
+|---|---|---|---|
+| `enabled` | false | boolean | run the memo channel |
+| `in_file` | `"memo/in.txt"` | string, at least 1 character | the owner's messages, one a line, in the workspace |
+| `out_file` | `"memo/out.txt"` | string, at least 1 character | where the replies are appended |
+| `allowed` | `["owner"]` | list of strings | who may write |
+| `owner` | `null` (the first of `allowed`) | string, or null | the owner |
+"""
+
 DOCTOR = """
 from messaging_llm_bot.channels.doctor import OK, Check
+from messaging_llm_bot.channels.memo.section import MemoSettings
 
 
 def checks(ctx):
-    return [Check("memo", OK, "reads memo/in.txt")]
+    memo = ctx.settings.section(MemoSettings)
+    return [Check("memo", OK, f"reads {memo.in_file}")] if memo.enabled else []
 """
 
 SETUP = """
@@ -112,6 +152,7 @@ def add_arguments(parser):
 
 def steps(setup):
     if setup.flags.memo_file:
+        setup.settings += [("memo.in_file", setup.flags.memo_file), ("memo.enabled", True)]
         setup.reached.append("memo")
 """
 
@@ -121,11 +162,18 @@ def memo_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
     """The memo channel's folder in a temporary place on ``messaging_llm_bot.channels``' path, and its one Route."""
     folder = tmp_path / "channels" / "memo"
     folder.mkdir(parents=True)
-    for name, text in {"__init__": "", "entry": ENTRY, "doctor": DOCTOR, "setup": SETUP}.items():
+    for name, text in {"__init__": "", "entry": ENTRY, "section": SECTION, "doctor": DOCTOR, "setup": SETUP}.items():
         (folder / f"{name}.py").write_text(text, encoding="utf-8")
     monkeypatch.setattr(channels, "__path__", [*channels.__path__, str(folder.parent)])
     importlib.invalidate_caches()
-    route = routes.Route("memo", "memo:", configured=lambda _settings: True, owner_chats=lambda _s: ("memo:owner",))
+    # The Route line as conversation/routes.py would hold it: the conversation service imports no channel, so it
+    # reads the channel's record by the section's name, as the Allowlist it is.
+    route = routes.Route(
+        "memo",
+        "memo:",
+        configured=lambda s: s.section(Allowlist, "memo").enabled,
+        owner_chats=lambda s: (f"memo:{s.section(Allowlist, 'memo').owner_id}",),
+    )
     monkeypatch.setattr(routes, "ROUTES", (*routes.ROUTES, route))
     yield
     for module in [name for name in sys.modules if name.startswith("messaging_llm_bot.channels.memo")]:
@@ -135,6 +183,7 @@ def memo_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
 @pytest.mark.usefixtures("memo_channel")
 def test_the_run_the_doctor_setup_and_the_routes_find_a_channel_by_its_route_alone() -> None:
     from assistant_framework.config.settings import Settings
+    from messaging_llm_bot.channels.doctor import Context
     from messaging_llm_bot.channels.run import enabled_frontends
     from messaging_llm_bot.channels.setup import add_channel_flags
     from messaging_llm_bot.cli.run import build_parser
@@ -142,8 +191,13 @@ def test_the_run_the_doctor_setup_and_the_routes_find_a_channel_by_its_route_alo
 
     [frontend] = [a for a in build_parser()._actions if a.dest == "frontend"]
     assert "memo" in (frontend.choices or ())
-    assert "memo" in enabled_frontends(Settings())
-    assert [check.name for check in dict(checks_in_order())["memo"](None)] == ["memo"]
+    assert "memo" not in enabled_frontends(Settings())  # the record's default: not enabled
+    on = Settings.from_config({"memo": {"enabled": True, "in_file": "notes.txt"}})
+    assert "memo" in enabled_frontends(on)
+    checks = dict(checks_in_order())["memo"]
+    assert checks(Context(Path("c"), Path("w"), True)) == []
+    [check] = checks(Context(Path("c"), Path("w"), True, config={"memo": {"enabled": True, "in_file": "notes.txt"}}))
+    assert (check.name, check.detail) == ("memo", "reads notes.txt")
     parser = argparse.ArgumentParser()
     add_channel_flags(parser)
     assert parser.parse_args(["--memo", "notes.txt"]).memo_file == "notes.txt"
@@ -160,9 +214,10 @@ def test_the_channel_started_as_the_run_starts_it_answers_a_message_through_the_
     from messaging_llm_bot.channels.run import runner_factory
     from tests.telegram_harness import make_runtime
 
-    workspace.write_text("memo/in.txt", "What is the capital of France?\n")
+    workspace.write_text("memo/questions.txt", "What is the capital of France?\n")
     chat_server.enqueue('{"reply": "Paris."}')
-    runtime = make_runtime({**bot_config, "memory": {"enabled": False}}, workspace, tmp_path)
+    memo = {"enabled": True, "in_file": "memo/questions.txt"}  # the channel reads its record: out_file's default
+    runtime = make_runtime({**bot_config, "memory": {"enabled": False}, "memo": memo}, workspace, tmp_path)
     runner = runner_factory("memo")(runtime, RunOptions())
     codes: list[int] = []
     thread = threading.Thread(target=lambda: codes.append(runner.run()), name="memo-under-test", daemon=True)
@@ -177,6 +232,58 @@ def test_the_channel_started_as_the_run_starts_it_answers_a_message_through_the_
     assert codes == [0]
     assert out.read_text(encoding="utf-8") == "Paris.\n"  # one reply, once
     assert "What is the capital of France?" in str(chat_server.chat_requests[0]["messages"][-1])
+
+
+@pytest.mark.usefixtures("memo_channel")
+def test_the_channels_own_section_is_known_checked_and_documented_wherever_the_config_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The section declared in the channel's ``section.py``, with no line in ``Settings`` nor in config/README.md:
+    ``config validate/get/set/show``, the doctor's config check, the bot's start and ``/reload``'s plan know it,
+    refuse a typo in its keys with file and key (exit 2), and its page is held to its record."""
+    from assistant_framework.config import ConfigError
+    from assistant_framework.config.reloadable import RESTART, applied_by, plan_reload
+    from messaging_llm_bot.channels.doctor import OK, Context
+    from messaging_llm_bot.cli.main import main
+    from messaging_llm_bot.ops.doctor.config import check_config
+    from messaging_llm_bot.runtime import build_runtime
+    from tests.config_readme import channel_pages_differences
+
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "memo.json").write_text('{"enabled": true, "in_fiel": "notes.txt"}', encoding="utf-8")
+    assert main(["config", "validate", "--config", str(config)]) == 2
+    assert "memo.json: in_fiel: unknown key (did you mean 'in_file'?)" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="memo.json: in_fiel: unknown key"):  # the bot's start refuses it too
+        build_runtime(config, tmp_path / "workspace")
+    (config / "memo.json").write_text('{"enabled": true}', encoding="utf-8")
+    assert main(["config", "validate", "--config", str(config)]) == 0
+    assert main(["config", "get", "mem.enabled", "--config", str(config)]) == 2
+    assert "unknown config section 'mem' (did you mean 'memo'?)" in capsys.readouterr().err
+    assert main(["config", "get", "memo.out_file", "--config", str(config)]) == 0
+    assert capsys.readouterr().out.strip() == "memo/out.txt  (default)"
+    assert main(["config", "set", "memo.in_fil", "notes.txt", "--config", str(config)]) == 2
+    assert "did you mean 'memo.in_file'?" in capsys.readouterr().err
+    assert main(["config", "set", "memo.in_file", "notes.txt", "--config", str(config)]) == 0
+    assert "needs a restart" in capsys.readouterr().out  # no key of its own in reloadable.py's table
+    assert main(["config", "show", "--config", str(config)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert "memo.out_file = memo/out.txt  (default)" in shown
+    assert any(line.startswith("memo.in_file = notes.txt  (") and "local" in line for line in shown)
+    assert [check.status for check in check_config(Context(config, tmp_path / "workspace", True))] == [OK]
+    running = {"memo": {"enabled": True}}
+    plan = plan_reload(running, {"memo": {"enabled": True, "in_file": "notes.txt"}})
+    assert plan.needs_restart == ("memo.in_file",) and plan.config == running
+    assert applied_by("memo.allowed") == RESTART
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    assert channel_pages_differences(docs) == ["memo: the channel's section is documented in no memo.md"]
+    (docs / "memo.md").write_text(PAGE, encoding="utf-8")
+    assert channel_pages_differences(docs) == []
+    (docs / "memo.md").write_text(PAGE.replace('`"memo/out.txt"`', '`"out.txt"`'), encoding="utf-8")
+    assert channel_pages_differences(docs) == [
+        "memo.out_file: default 'out.txt' in docs/memo.md, 'memo/out.txt' in the records"
+    ]
 
 
 KIT = """

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.config import load_config
-from assistant_framework.config.defaults import DEFAULTS, default_of
-from assistant_framework.config.schema import ROOT_SCHEMA
+from assistant_framework.config.defaults import default_of, documented_defaults
+from assistant_framework.config.schema import root_schema
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import REQUIRED, documented
-from tests.config_readme import README, readme_differences, readme_rows, same
+from tests.config_readme import README, channel_pages_differences, readme_differences, readme_rows, same
 
 
 def readme_defaults(text: str) -> dict[str, object]:
@@ -43,6 +43,13 @@ def test_every_key_of_the_records_is_documented_with_its_default() -> None:
 def test_every_row_of_the_readme_gives_the_records_default_and_values() -> None:
     """The values column (type and bounds in words) as well as the default, from the same records."""
     assert readme_differences(README.read_text(encoding="utf-8"), Settings) == []
+
+
+def test_each_channels_own_section_is_documented_in_its_page() -> None:
+    """A channel that declares its section in its folder (channels/sections.py) documents its keys in its page,
+    docs/<name>.md, held to its record as config/README.md is to the built-in ones (tests/test_channel_walk.py
+    sees this check fail on a wrong default)."""
+    assert channel_pages_differences(README.parent.parent / "docs") == []
 
 
 def test_the_readme_reader_sees_a_wrong_default() -> None:
@@ -77,7 +84,8 @@ def test_the_schema_and_the_records_name_the_same_keys() -> None:
     reads but the schema refuses could never be set."""
     in_schema: set[str] = set()
     for section in (item.name for item in dataclasses.fields(Settings)):  # every section a record owns
-        in_schema |= _schema_keys(ROOT_SCHEMA["properties"][section], section + ".")
+        if section != "sections":  # the declared sections the config gives: not a key
+            in_schema |= _schema_keys(root_schema()["properties"][section], section + ".")
     in_code = set(dict(documented(Settings)))
     # The schema names a nested object (memory.recall, llm.runners[].limits) as a key too; the records list the
     # keys inside it.
@@ -89,7 +97,12 @@ def test_the_schema_and_the_records_name_the_same_keys() -> None:
 def test_config_get_gives_the_records_defaults(tmp_path: Path) -> None:
     assert default_of(("runtime", "profile_budget_chars")) == 2000
     assert default_of(("llm", "stream")) is True
-    assert DEFAULTS["memory"]["episodes"] == {"enabled": True, "settle_minutes": 60.0, "max_per_run": 5, "min_turns": 2}
+    assert documented_defaults()["memory"]["episodes"] == {
+        "enabled": True,
+        "settle_minutes": 60.0,
+        "max_per_run": 5,
+        "min_turns": 2,
+    }
     with pytest.raises(KeyError):
         default_of(("runtime", "nonsense"))
 

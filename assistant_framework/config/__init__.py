@@ -20,6 +20,7 @@ The parts:
 - ``write``: ``config set``: the file that owns a key, changed atomically in its own style.
 - ``settings``: one frozen record per section (``Settings.from_config(data)``), each key's default in its field.
 - ``defaults``: the defaults ``config get/show`` fill in, derived from the records.
+- ``sections``: the sections a plugin declares with a record of its own (a channel's), handed over by the bot.
 
 The names below are the API for the framework, the bot and plugins; import them from here.
 """

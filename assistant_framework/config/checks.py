@@ -13,7 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.config.errors import ConfigData, JsonPath, format_json_path, shown_key
-from assistant_framework.config.schema import ROOT_SCHEMA
+from assistant_framework.config.schema import root_schema
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
@@ -28,7 +28,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 def unknown_key(path: JsonPath) -> str | None:
     """Why ``path`` (``("llm", "max_token")``) names no config key, with a suggestion, or None when the schema
     knows it (or cannot tell: a plugin's section, a map of names such as ``policy.skills``)."""
-    node: Any = ROOT_SCHEMA
+    node: Any = root_schema()
     for depth, part in enumerate(path):
         if not isinstance(node, dict):
             return None
@@ -58,8 +58,8 @@ def unknown_key(path: JsonPath) -> str | None:
 
 
 def known_sections() -> list[str]:
-    """Top-level sections the schema knows (read at call time: other modules may add sections)."""
-    return sorted(ROOT_SCHEMA.get("properties", {}))
+    """Top-level sections the schema knows (read at call time: the declared sections may change)."""
+    return sorted(root_schema().get("properties", {}))
 
 
 def timezone_error(name: Any) -> str | None:

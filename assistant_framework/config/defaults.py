@@ -1,7 +1,8 @@
 """The defaults ``config get``/``show`` fill in, derived from the settings records (no table of their own).
 
-The records in ``assistant_framework/config/settings/`` are the one place a key's default is written;
-``tests/test_config_defaults.py`` holds ``config/README.md`` to them.
+The records in ``assistant_framework/config/settings/`` (and those of the declared sections: config/sections.py)
+are the one place a key's default is written; ``tests/test_config_defaults.py`` holds ``config/README.md`` to them
+(and a channel's docs page to its declared record).
 """
 
 from __future__ import annotations
@@ -10,18 +11,24 @@ from collections.abc import Iterator
 from typing import Any
 
 from assistant_framework.config.errors import ConfigData
+from assistant_framework.config.sections import declared
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import record_defaults
 
-#: Every key of every section with its default, as JSON data (a key without a default is left out).
-DEFAULTS: ConfigData = record_defaults(Settings)
+_BUILT_IN: ConfigData = record_defaults(Settings)
 
 _MISSING = object()
 
 
+def documented_defaults() -> ConfigData:
+    """Every key of every section (the declared ones too) with its default, as JSON data (a key without a default
+    is left out). Not to be changed: the values are shared."""
+    return {**_BUILT_IN, **{name: record_defaults(record) for name, record in declared().items()}}
+
+
 def default_of(path: tuple[str | int, ...]) -> object:
     """The documented default at ``path`` (a tuple of keys), or KeyError."""
-    node: object = DEFAULTS
+    node: object = documented_defaults()
     for part in path:
         if not isinstance(node, dict) or part not in node:
             raise KeyError(path)
@@ -40,7 +47,7 @@ def with_defaults(data: ConfigData) -> ConfigData:
             return out
         return base if extra is _MISSING else extra
 
-    filled: ConfigData = fill(DEFAULTS, data)
+    filled: ConfigData = fill(documented_defaults(), data)
     return filled
 
 

@@ -3,13 +3,15 @@
 Each section the project owns is its record's ``schema_of`` (settings/fields.py): the keys, their
 types, their bounds and the keys a section must have come from the record's fields, so a key is
 described once. Sections the project owns reject unknown keys, so a typo is reported instead of
-silently ignored. Plugins (collectors) validate their own sections.
+silently ignored. A section a plugin declares with a record of its own (a channel's: config/sections.py) is
+one of them, its schema derived from its record the same way. Collectors validate their own sections.
 """
 
 from __future__ import annotations
 
 from functools import cache
 
+from assistant_framework.config.sections import declared
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import Record, schema_of
 from assistant_framework.json_types import JsonSchema
@@ -22,16 +24,25 @@ COLLECTORS_SCHEMA: JsonSchema = {
 }
 
 
-@cache
 def root_schema(records: type[Record] = Settings) -> JsonSchema:
-    """The whole config's schema: one property per section of ``records`` (``Settings``), and ``collectors``.
-    An unknown section is not refused here: ``checks.semantic_errors`` names it with the closest known one."""
-    sections = schema_of(records)["properties"]
+    """The whole config's schema: one property per section of ``records`` (``Settings``), ``collectors``, and
+    one per declared section (config/sections.py; read at each call: the declared sections may change). An
+    unknown section is not refused here: ``checks.semantic_errors`` names it with the closest known one."""
+    return _root_schema(records, tuple(declared().items()))
+
+
+@cache
+def _root_schema(records: type[Record], sections: tuple[tuple[str, type[Record]], ...]) -> JsonSchema:
+    own = schema_of(records)["properties"]
+    clash = sorted(name for name, _record in sections if name in own or name == "collectors")
+    if clash:
+        raise ValueError(f"declared config sections {clash} are the framework's own (config/sections.py)")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
-        "properties": {**sections, "collectors": COLLECTORS_SCHEMA},
+        "properties": {
+            **own,
+            "collectors": COLLECTORS_SCHEMA,
+            **{name: schema_of(record) for name, record in sections},
+        },
     }
-
-
-ROOT_SCHEMA: JsonSchema = root_schema()

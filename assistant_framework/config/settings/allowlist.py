@@ -9,8 +9,11 @@ from __future__ import annotations
 
 
 class Allowlist:
-    """The questions a channel asks of its record's ``allowed`` and ``owner`` (a mixin of the records)."""
+    """The questions a channel asks of its record's ``allowed`` and ``owner`` (a mixin of the records).
+    ``enabled``: the config turns the channel on (what a ``Route``'s ``configured`` reads of a channel's own
+    section: ``settings.section(Allowlist, "<name>").enabled``)."""
 
+    enabled: bool
     allowed: tuple[str, ...]
     owner: str | None
 

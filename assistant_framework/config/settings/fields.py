@@ -40,6 +40,7 @@ __all__ = [
     "KeyDoc",
     "Record",
     "as_json",
+    "beside",
     "documented",
     "flag",
     "frozen",
@@ -57,6 +58,7 @@ __all__ = [
     "read_record",
     "reads",
     "record_defaults",
+    "required_keys",
     "schema_of",
     "strings",
     "text",
@@ -74,6 +76,7 @@ _NAME = "name"  # the field holds the record's name in its keyed object, not a k
 _KEY = "key"  # the config key when it cannot be the field's name (``mail.from``: a Python keyword)
 _BOUNDS = "bounds"  # JSON Schema keywords the key's value must also meet (``minimum``, ``pattern``)
 _EACH = "each"  # JSON Schema keywords every item of a list, or value of an object, must also meet
+_BESIDE = "beside"  # not a key: what a record holds beside its keys (``Settings.sections``)
 
 #: A key whose record field has no default (``runners[].model``): the key must be given.
 REQUIRED = object()
@@ -156,13 +159,29 @@ def named() -> dict[str, object]:
     return {_NAME: True}
 
 
+def beside() -> dict[str, object]:
+    """Field metadata: the field is not a key of the section (no schema, no default documented, not read from
+    the config): what the record holds beside its keys, set by the code that builds it."""
+    return {_BESIDE: True}
+
+
+def _keys(record: type[Record] | Record) -> list[dataclasses.Field[Any]]:
+    """The record's fields that are keys of its section."""
+    return [item for item in dataclasses.fields(record) if not item.metadata.get(_BESIDE)]
+
+
+def required_keys(record: type[Record]) -> list[str]:
+    """The keys of a record that have no default (each must be given)."""
+    return [key_of(item) for item in _keys(record) if _default_of(item) is REQUIRED and not item.metadata.get(_NAME)]
+
+
 def read_record(record: type[R], section: object, *, where: str = "") -> R:
     """The record read from a config section (a dict; anything else reads as empty). A value the field
     cannot take is a ConfigError naming the key (``where`` is the section's own key); a required key that
     is missing too."""
     raw: Mapping[str, Any] = section if isinstance(section, Mapping) else {}
     values: dict[str, object] = {}
-    for item in dataclasses.fields(record):
+    for item in _keys(record):
         if item.metadata.get(_NAME):
             continue
         key = f"{where}.{key_of(item)}" if where else key_of(item)
@@ -223,7 +242,7 @@ def _default_of(item: dataclasses.Field[Any]) -> object:
 def as_json(value: object) -> object:
     """A record or a field's value as JSON data: records and mappings as dicts, tuples as lists."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {key_of(item): as_json(getattr(value, item.name)) for item in dataclasses.fields(value)}
+        return {key_of(item): as_json(getattr(value, item.name)) for item in _keys(value)}
     if isinstance(value, Mapping):
         return {str(key): as_json(item) for key, item in value.items()}
     if isinstance(value, (tuple, list, frozenset)):
@@ -234,7 +253,7 @@ def as_json(value: object) -> object:
 def record_defaults(record: type[Record]) -> dict[str, object]:
     """Every key of a record with its default as JSON (nested records as dicts; required keys left out)."""
     out: dict[str, object] = {}
-    for item in dataclasses.fields(record):
+    for item in _keys(record):
         nested = item.metadata.get(_NESTED)
         if nested is not None:
             out[item.name] = record_defaults(nested)
@@ -262,7 +281,7 @@ def key_docs(record: type[Record], prefix: str = "") -> Iterator[KeyDoc]:
     """Every key of a record, as config/README.md writes them: nested keys with dots (``recall.limit``), the
     keys of a list's records with ``[]`` (``runners[].model``), those of records by name with ``<name>``
     (``servers.<name>.url``); each with its default and its schema."""
-    for item in dataclasses.fields(record):
+    for item in _keys(record):
         if item.metadata.get(_NAME):
             continue
         key = prefix + key_of(item)
@@ -284,7 +303,7 @@ def schema_of(record: type[Record]) -> JsonSchema:
     """The JSON Schema of a record's section, derived from its fields: each key's reader and bounds, nested
     records in place, the keys without a default required, and any other key refused (a typo is reported,
     not ignored). A record's ``SCHEMA_RULES`` (a ClassVar) adds what spans keys (``if enabled then ...``)."""
-    keys = [item for item in dataclasses.fields(record) if not item.metadata.get(_NAME)]
+    keys = [item for item in _keys(record) if not item.metadata.get(_NAME)]
     schema: JsonSchema = {
         "type": "object",
         "properties": {key_of(item): _field_schema(item) for item in keys},
