@@ -105,6 +105,7 @@ SECTION = '''
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from assistant_framework.config.settings.allowlist import Allowlist
 from assistant_framework.config.settings.fields import flag, maybe, reads, strings, text
@@ -112,6 +113,8 @@ from assistant_framework.config.settings.fields import flag, maybe, reads, strin
 
 @dataclass(frozen=True)
 class MemoSettings(Allowlist):
+    RELOADED_KEYS: ClassVar = frozenset({"allowed", "owner"})  # the keys /reload applies; the rest need a restart
+
     enabled: bool = field(default=False, metadata=reads(flag))
     in_file: str = field(default="memo/in.txt", metadata=reads(text, min_length=1))
     out_file: str = field(default="memo/out.txt", metadata=reads(text, min_length=1))
@@ -239,10 +242,11 @@ def test_the_channels_own_section_is_known_checked_and_documented_wherever_the_c
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The section declared in the channel's ``section.py``, with no line in ``Settings`` nor in config/README.md:
-    ``config validate/get/set/show``, the doctor's config check, the bot's start and ``/reload``'s plan know it,
-    refuse a typo in its keys with file and key (exit 2), and its page is held to its record."""
+    ``config validate/get/set/show``, the doctor's config check, the bot's start and ``/reload``'s plan know it
+    (the keys ``/reload`` applies named by the record), refuse a typo in its keys with file and key (exit 2), and
+    its page is held to its record."""
     from assistant_framework.config import ConfigError
-    from assistant_framework.config.reloadable import RESTART, applied_by, plan_reload
+    from assistant_framework.config.reloadable import RELOAD, RESTART, applied_by, plan_reload
     from messaging_llm_bot.channels.doctor import OK, Context
     from messaging_llm_bot.cli.main import main
     from messaging_llm_bot.ops.doctor.config import check_config
@@ -265,16 +269,19 @@ def test_the_channels_own_section_is_known_checked_and_documented_wherever_the_c
     assert main(["config", "set", "memo.in_fil", "notes.txt", "--config", str(config)]) == 2
     assert "did you mean 'memo.in_file'?" in capsys.readouterr().err
     assert main(["config", "set", "memo.in_file", "notes.txt", "--config", str(config)]) == 0
-    assert "needs a restart" in capsys.readouterr().out  # no key of its own in reloadable.py's table
+    assert "needs a restart" in capsys.readouterr().out
+    assert main(["config", "set", "memo.allowed", '["ann"]', "--config", str(config)]) == 0
+    assert "applies it when you send /reload" in capsys.readouterr().out  # the record's RELOADED_KEYS
     assert main(["config", "show", "--config", str(config)]) == 0
     shown = capsys.readouterr().out.splitlines()
     assert "memo.out_file = memo/out.txt  (default)" in shown
     assert any(line.startswith("memo.in_file = notes.txt  (") and "local" in line for line in shown)
     assert [check.status for check in check_config(Context(config, tmp_path / "workspace", True))] == [OK]
     running = {"memo": {"enabled": True}}
-    plan = plan_reload(running, {"memo": {"enabled": True, "in_file": "notes.txt"}})
-    assert plan.needs_restart == ("memo.in_file",) and plan.config == running
-    assert applied_by("memo.allowed") == RESTART
+    plan = plan_reload(running, {"memo": {"enabled": True, "in_file": "notes.txt", "allowed": ["ann"]}})
+    assert plan.needs_restart == ("memo.in_file",) and plan.applied == ("memo.allowed",)
+    assert plan.config == {"memo": {"enabled": True, "allowed": ["ann"]}}
+    assert applied_by("memo.owner") == RELOAD and applied_by("memo.enabled") == RESTART
     docs = tmp_path / "docs"
     docs.mkdir()
     assert channel_pages_differences(docs) == ["memo: the channel's section is documented in no memo.md"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pytest
 
@@ -64,6 +65,19 @@ def test_a_section_that_cannot_be_declared_is_refused(declare: dict) -> None:
     declare["pager"] = PagerSettings
     sections.declare(lambda: {"pager": NeedsHost})
     with pytest.raises(ValueError, match="'pager' is declared twice"):
+        sections.declared()
+
+
+@dataclass(frozen=True)
+class ReloadsAHost:
+    RELOADED_KEYS: ClassVar = frozenset({"host"})
+
+    port: int = field(default=1, metadata=reads(whole))
+
+
+def test_a_record_naming_no_key_of_its_own_for_reload_is_refused(declare: dict) -> None:
+    declare["pager"] = ReloadsAHost
+    with pytest.raises(ValueError, match="ReloadsAHost.RELOADED_KEYS names no key of it: host"):
         sections.declared()
 
 

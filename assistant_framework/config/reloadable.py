@@ -3,7 +3,8 @@
 ``config set`` says it for the key it wrote; ``/reload`` compares the running config with the one it
 read, applies the changed keys the table marks ``RELOAD`` and keeps the running value of every
 ``RESTART`` key (so the bot never runs half on the old value and half on the new one), and answers
-with both lists.
+with both lists. A section a plugin declares (a channel's: config/sections.py) is not in the table: its record's
+``RELOADED_KEYS`` names the keys ``/reload`` applies, and the rest wait for a restart.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from assistant_framework.config.defaults import leaves, with_defaults
 from assistant_framework.config.errors import ConfigData, format_json_path
+from assistant_framework.config.sections import declared, reloaded_keys
 
 RELOAD = "reload"
 RESTART = "restart"
@@ -102,13 +104,15 @@ APPLIED_BY: Mapping[str, str] = {
 
 def applied_by(key: tuple[str | int, ...] | str) -> str:
     """``RELOAD`` or ``RESTART`` for a key (``("llm", "runners", 0, "model")`` or ``"llm.max_tokens"``);
-    a section the table does not know needs a restart."""
+    a declared section's key as its record says (``RELOADED_KEYS``); a section neither knows needs a restart."""
     names = key.split(".") if isinstance(key, str) else [part for part in key if isinstance(part, str)]
     for end in range(len(names), 0, -1):
         found = APPLIED_BY.get(".".join(names[:end]))
         if found is not None:
             return found
-    return RESTART
+    record = declared().get(names[0]) if names else None
+    reloaded = reloaded_keys(record) if record is not None else frozenset()
+    return RELOAD if any(".".join(names[1:end]) in reloaded for end in range(2, len(names) + 1)) else RESTART
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from assistant_framework.config.settings.fields import Record, required_keys
+from assistant_framework.config.settings.fields import Record, key_docs, required_keys
 
 #: A function that gives the records of the sections it declares, by section name.
 Provider = Callable[[], Mapping[str, type[Record]]]
@@ -38,5 +38,21 @@ def declared() -> dict[str, type[Record]]:
             required = required_keys(record)
             if required:
                 raise ValueError(f"{record.__qualname__} (section {name!r}): {', '.join(required)} has no default")
+            keys = {part for doc in key_docs(record) for part in _prefixes(doc.key)}
+            unknown = sorted(set(reloaded_keys(record)) - keys)
+            if unknown:
+                raise ValueError(f"{record.__qualname__}.RELOADED_KEYS names no key of it: {', '.join(unknown)}")
             found[name] = record
     return found
+
+
+def reloaded_keys(record: type[Record]) -> frozenset[str]:
+    """The keys of a declared section that ``/reload`` applies (config/reloadable.py): its record's
+    ``RELOADED_KEYS`` (a ClassVar, keys within the section: ``{"allowed", "owner"}``); every other key waits for
+    a restart."""
+    return frozenset(getattr(record, "RELOADED_KEYS", ()))
+
+
+def _prefixes(key: str) -> list[str]:
+    parts = key.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
