@@ -257,7 +257,7 @@ def test_the_channels_own_section_is_known_checked_and_documented_wherever_the_c
     config.mkdir()
     (config / "memo.json").write_text('{"enabled": true, "in_fiel": "notes.txt"}', encoding="utf-8")
     assert main(["config", "validate", "--config", str(config)]) == 2
-    assert "memo.json: in_fiel: unknown key (did you mean 'in_file'?)" in capsys.readouterr().err
+    assert "memo.json: in_fiel: unknown key (did you mean 'in_file'?) (see docs/memo.md)" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="memo.json: in_fiel: unknown key"):  # the bot's start refuses it too
         build_runtime(config, tmp_path / "workspace")
     (config / "memo.json").write_text('{"enabled": true}', encoding="utf-8")

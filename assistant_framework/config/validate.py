@@ -11,6 +11,7 @@ from assistant_framework.config.env import is_env_reference
 from assistant_framework.config.errors import JsonPath, LoadedConfig, _display, format_json_path, shown_key
 from assistant_framework.config.keys import get_key
 from assistant_framework.config.schema import root_schema
+from assistant_framework.config.sections import declared
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import Record
 from assistant_framework.json_types import JsonSchema
@@ -70,8 +71,15 @@ def _unknown_keys(loaded: LoadedConfig, at: JsonPath, error: jsonschema.Validati
         file, rel = loaded.source_of((*at, key))
         name = shown_key(key)
         hint = did_you_mean(str(key), known) if name == str(key) else ""
-        lines.append(f"{_display(file)}: {format_json_path(rel)}: unknown key{hint} (see config/README.md)")
+        lines.append(f"{_display(file)}: {format_json_path(rel)}: unknown key{hint} (see {_documented_in(at)})")
     return lines
+
+
+def _documented_in(at: JsonPath) -> str:
+    """Where a section's keys are listed: config/README.md, or a declared section's page (docs/<name>.md: a
+    channel's, as docs/channels.md's walk writes it)."""
+    section = at[0] if at else ""
+    return f"docs/{section}.md" if isinstance(section, str) and section in declared() else "config/README.md"
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

@@ -58,6 +58,8 @@ SLACK_SOCKET = ("test_slack_socket.py",)
 DISCORD_BOT = ("test_discord_bot.py",)
 DISCORD = ("test_discord_channel.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
+#: A channel's own config section, declared in its folder (config/sections.py, channels/sections.py).
+DECLARED_SECTIONS = ("test_channel_walk.py", "test_config_sections.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
 WEB_SKILLS_INSTALL = ("test_web_skills_install.py",)

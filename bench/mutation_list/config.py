@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from mutation_list.common import AF, AGENT_SKILLS, DISCORD_BOT, MCP_CLI, MCP_SECRETS, REDACTION, Mutation
+from mutation_list.common import (
+    AF,
+    AGENT_SKILLS,
+    DECLARED_SECTIONS,
+    DISCORD_BOT,
+    MCP_CLI,
+    MCP_SECRETS,
+    REDACTION,
+    Mutation,
+)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- who a chat channel answers: the Matrix, WhatsApp, Slack and Discord records (settings/allowlist.py) --
@@ -138,6 +147,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        pass",
         "a runner without a model, a serve client without token_env passes validation (fails at start instead)",
         ("test_config_schema.py", "test_config.py"),
+    ),
+    # -- a channel's own section, declared in its folder (config/sections.py; channels/sections.py: conversation.py) --
+    Mutation(
+        "declared-section-not-in-schema",
+        f"{AF}/config/schema.py",
+        "**{name: schema_of(record) for name, record in sections}",
+        "**{}",
+        "a channel's own section is an unknown section: the bot with it configured does not start",
+        DECLARED_SECTIONS,
+    ),
+    Mutation(
+        "declared-section-not-read",
+        f"{AF}/config/settings/__init__.py",
+        "for name, record in declared().items() if name in data",
+        "for name, record in declared().items() if False",
+        "a channel reads its record's defaults whatever the config says: an enabled channel never starts",
+        DECLARED_SECTIONS,
+    ),
+    Mutation(
+        "declared-section-reloads-nothing",
+        f"{AF}/config/reloadable.py",
+        '    return RELOAD if any(".".join(names[1:end]) in reloaded for end in range(2, len(names) + 1)) else RESTART',
+        "    return RESTART",
+        "a channel's allowlist changed in its own section waits for a restart after /reload",
+        DECLARED_SECTIONS,
     ),
     Mutation(
         "config-yaml-flow-unbounded",

@@ -7,6 +7,7 @@ from mutation_list.common import (
     BOT,
     BUSY,
     CHANNEL_KIT,
+    DECLARED_SECTIONS,
     DISCORD_BOT,
     HOOKS,
     JOB_ROUTING,
@@ -457,5 +458,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            pass",
         "an album's turn waits a quiet while from its first part only: the parts of a slow upload become several turns",
         ("test_albums.py", "test_telegram_albums.py"),
+    ),
+    # -- a channel's own config section found by the registry (channels/sections.py) --
+    Mutation(
+        "declared-section-not-found",
+        f"{BOT}/channels/sections.py",
+        "        found.append((name, record))",
+        "        pass",
+        "no channel's section is declared to the config: each is an unknown section",
+        DECLARED_SECTIONS,
     ),
 )
