@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 import threading
 from collections.abc import Iterator
@@ -229,6 +230,15 @@ def test_the_channel_started_as_the_run_starts_it_answers_a_message_through_the_
         out = workspace.path("memo/out.txt")
         wait_until(lambda: out.exists() and "Paris." in out.read_text(encoding="utf-8"), 20, "the memo's reply")
         wait_until(lambda: not Inbox(workspace).pending(), 10, "the message completed")
+        # /reload reads the section again: who may write applies (the record's RELOADED_KEYS), the file waits
+        changed = {**memo, "in_file": "memo/other.txt", "allowed": ["owner", "ann"]}
+        config = {**bot_config, "memory": {"enabled": False}, "memo": changed}
+        Path(runtime.config_path).write_text(json.dumps(config), encoding="utf-8")
+        report = runtime.reload()
+        assert (report.applied, report.needs_restart, report.error) == (("memo.allowed",), ("memo.in_file",), None)
+        record = importlib.import_module("messaging_llm_bot.channels.memo.section").MemoSettings
+        now = runtime.settings.section(record)
+        assert now.allowed == ("owner", "ann") and now.in_file == "memo/questions.txt"
     finally:
         runner.stop(10)
         thread.join(10)
@@ -291,6 +301,27 @@ def test_the_channels_own_section_is_known_checked_and_documented_wherever_the_c
     assert channel_pages_differences(docs) == [
         "memo.out_file: default 'out.txt' in docs/memo.md, 'memo/out.txt' in the records"
     ]
+
+
+@pytest.mark.usefixtures("memo_channel")
+def test_setup_writes_the_channels_own_section_and_the_bot_reads_it_typed(
+    tmp_path: Path, chat_server: FakeChatServer
+) -> None:
+    """``assistant setup --memo FILE``: the channel's steps append its keys, which setup checks with the whole
+    config (its section known) before it writes them to the local layer."""
+    from assistant_framework.config import load_config
+    from assistant_framework.config.settings import Settings
+    from tests.setup_runs import channel_setup, example_config
+
+    config = example_config(tmp_path)
+    assert channel_setup(config, tmp_path, chat_server, "--memo", "notes.txt") == 0
+    assert json.loads((config / "local" / "memo.json").read_text(encoding="utf-8")) == {
+        "in_file": "notes.txt",
+        "enabled": True,
+    }
+    record = importlib.import_module("messaging_llm_bot.channels.memo.section").MemoSettings
+    memo = Settings.from_config(load_config(config)).section(record)
+    assert (memo.enabled, memo.in_file, memo.out_file) == (True, "notes.txt", "memo/out.txt")
 
 
 KIT = """
