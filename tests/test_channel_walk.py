@@ -294,13 +294,15 @@ def test_the_channels_own_section_is_known_checked_and_documented_wherever_the_c
     assert applied_by("memo.owner") == RELOAD and applied_by("memo.enabled") == RESTART
     docs = tmp_path / "docs"
     docs.mkdir()
-    assert channel_pages_differences(docs) == ["memo: the channel's section is documented in no memo.md"]
+
+    def memo_page() -> list[str]:  # the memo's problems (a channel of the repository's own has its page in docs/)
+        return [problem for problem in channel_pages_differences(docs) if problem.startswith("memo")]
+
+    assert memo_page() == ["memo: the channel's section is documented in no memo.md"]
     (docs / "memo.md").write_text(PAGE, encoding="utf-8")
-    assert channel_pages_differences(docs) == []
+    assert memo_page() == []
     (docs / "memo.md").write_text(PAGE.replace('`"memo/out.txt"`', '`"out.txt"`'), encoding="utf-8")
-    assert channel_pages_differences(docs) == [
-        "memo.out_file: default 'out.txt' in docs/memo.md, 'memo/out.txt' in the records"
-    ]
+    assert memo_page() == ["memo.out_file: default 'out.txt' in docs/memo.md, 'memo/out.txt' in the records"]
 
 
 @pytest.mark.usefixtures("memo_channel")
