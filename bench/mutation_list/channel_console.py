@@ -8,7 +8,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "busy-console-never-reads-meanwhile",
         f"{BOT}/channels/console/chat.py",
-        "            elif interactive and not ended and line_ready(service.term.stdin):",
+        "            elif not ended and keyboard.ready():",
         "            elif False:",
         "busy modes do nothing in the terminal chat: a line typed while it answers waits its turn",
         KIT_CONSOLE_WEBCHAT,
@@ -35,7 +35,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "console-ctrl-d-before-readline-lost",
         f"{BOT}/channels/console/extras.py",
-        "    if line_ready(stdin):",
+        "    if keyboard.ready():",
         "    if False:",
         "a Ctrl-D typed before readline reads is left to readline, whose switch to raw mode makes a NUL of it: the "
         "chat does not end",
@@ -65,5 +65,32 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if False:",
         "/stop typed while the terminal chat answers waits behind that answer instead of stopping it",
         KIT_CONSOLE_WEBCHAT,
+    ),
+    Mutation(
+        "console-raw-enter-not-a-line",
+        f"{BOT}/channels/console/extras.py",
+        '        text = self._decoder.decode(data, final=not data).replace("\\r\\n", "\\n").replace("\\r", "\\n")',
+        "        text = self._decoder.decode(data, final=not data)",
+        "lines pasted or typed quickly at readline's prompt, left in the terminal with raw mode's Enter (a CR), are "
+        "one line never ended: only the first is answered, the rest wait for a further Enter",
+        ("test_console_typeahead.py",),
+    ),
+    Mutation(
+        "console-keys-begun-dropped",
+        f"{BOT}/channels/console/extras.py",
+        "        readline.set_startup_hook(lambda: readline.insert_text(begun))",
+        "        pass",
+        "keys typed right after Enter, before readline gave the terminal back, are taken and lost instead of "
+        "starting the next prompt's line",
+        ("test_console_typeahead.py",),
+    ),
+    Mutation(
+        "console-ctrl-d-typed-ahead-a-key",
+        f"{BOT}/channels/console/extras.py",
+        "        if end is not None:",
+        "        if False:",
+        "a Ctrl-D typed with lines at readline's prompt, left in the terminal as a key, starts the next line "
+        "instead of ending the chat",
+        ("test_console_typeahead.py",),
     ),
 )

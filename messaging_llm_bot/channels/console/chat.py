@@ -10,8 +10,9 @@ answered first at the next start (its reply block comes before the new ones; a n
 
 While an answer is written, the terminal's line discipline holds what the owner types until Enter; the main
 thread looks for such a line between its other duties (a question, Ctrl-C) and never blocks on it: what such a
-line does by the busy mode is docs/conversation.md's "The terminal chat". A scripted chat reads its next line
-only after the reply: each line is its own turn.
+line does by the busy mode is docs/conversation.md's "The terminal chat". The lines that came with the Enter
+readline returned at (pasted, typed quickly) are taken so too; keys with no Enter yet start the next prompt's line
+(extras.Keyboard). A scripted chat reads its next line only after the reply: each line is its own turn.
 
 One terminal chat per workspace (``state/console.lock``): two would both answer the message a crash left
 unanswered, both deliver this conversation's reminders and jobs and interleave one conversation. A Telegram or
@@ -31,10 +32,10 @@ from typing import TextIO
 
 from messaging_llm_bot.channels.console.extras import (
     HISTORY_FILE,
+    Keyboard,
     ReadLine,
     Screen,
     line_reader,
-    line_ready,
     typed_so_far,
 )
 from messaging_llm_bot.channels.console.service import CHAT, ConsoleService, Terminal
@@ -79,7 +80,8 @@ def _chat(runtime: Runtime, term: Terminal, job_clock: Callable[[], datetime] | 
             file=stdout,
             flush=True,
         )
-    read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
+    keyboard = Keyboard(stdin, interactive)
+    read_line, save_history = line_reader(keyboard, stdout, runtime.workspace.path(HISTORY_FILE))
     if interactive:  # reminders and job replies are printed between the user's lines, never into one being typed
         typed = typed_so_far(stdin, stdout, interactive)
         term = Terminal(stdin, stdout, term.stderr, Screen(stdout, typed, _waker() if typed is not None else None))
@@ -90,7 +92,7 @@ def _chat(runtime: Runtime, term: Terminal, job_clock: Callable[[], datetime] | 
             service.start()
             if service.stopped.is_set():
                 return 1  # it could not start: the log says why
-            _prompt(service, read_line, interactive)
+            _prompt(service, read_line, keyboard)
             service.stop(10)
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
             print("", file=stdout)
@@ -127,10 +129,10 @@ def _signals(screen: Screen | None) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def _prompt(service: ConsoleService, read_line: ReadLine, interactive: bool) -> None:
+def _prompt(service: ConsoleService, read_line: ReadLine, keyboard: Keyboard) -> None:
     """Read and answer lines until the input ends or /quit (what the last run left answered first)."""
     screen = service.term.screen
-    ended = _answered(service, service.submit(""), interactive)
+    ended = _answered(service, service.submit(""), keyboard)
     while not ended:
         if screen is not None:
             screen.before_prompt()  # job replies that came meanwhile; then the read shows the prompt
@@ -141,14 +143,14 @@ def _prompt(service: ConsoleService, read_line: ReadLine, interactive: bool) -> 
         if not line or text.lower() in QUIT_COMMANDS:
             return
         if text and not (service.asked.is_set() and service.answer_question(text)):
-            ended = _answered(service, service.submit(text), interactive)
+            ended = _answered(service, service.submit(text), keyboard)
 
 
 def _no_screen() -> None:
     """A scripted chat's read: no screen to tell that the terminal is read."""
 
 
-def _answered(service: ConsoleService, first: concurrent.futures.Future[None], interactive: bool) -> bool:
+def _answered(service: ConsoleService, first: concurrent.futures.Future[None], keyboard: Keyboard) -> bool:
     """The main thread while the chat answers: it reads the answer to a question shown, takes lines typed
     meanwhile, and stops the answer at a Ctrl-C (a second one, or SIGTERM, raises). True when the input ended
     meanwhile (Ctrl-D, /quit): the chat ends after the answer."""
@@ -156,9 +158,9 @@ def _answered(service: ConsoleService, first: concurrent.futures.Future[None], i
     while not all(one.done() for one in waiting):
         try:
             if service.asked.is_set():  # the next line is the question's answer (Ctrl-C declines it)
-                service.answer_question(service.term.stdin.readline())
-            elif interactive and not ended and line_ready(service.term.stdin):
-                line = service.term.stdin.readline()
+                service.answer_question(keyboard.readline())
+            elif not ended and keyboard.ready():
+                line = keyboard.readline()
                 ended = not line or line.strip().lower() in QUIT_COMMANDS
                 typed = None if ended else _typed_meanwhile(service, line.strip())
                 waiting += [typed] if typed is not None else []

@@ -7,14 +7,21 @@ while readline reads a line: it switches the terminal to raw mode then, and the 
 it, still waiting in cooked mode, into a NUL that readline takes for Ctrl-Space: the Ctrl-D would be lost. So a
 prompt is shown only by the read itself (readline's, or the plain reader's), never ahead of it (``Screen.reading``),
 and what was typed in cooked mode and can be read before readline starts (a Ctrl-D, a whole line) is read as typed
-(``line_reader``). At readline's prompt a text is printed by the main thread, woken for it (``Screen.wake``), between
-two keys: from another thread it could land between readline taking a key and showing it, and wipe the line's start
-from view (readline's buffer, what ``typed`` tells, would be ahead of the screen)."""
+(``line_reader``). What readline left in the terminal when it returned at an Enter (lines pasted or typed quickly,
+keys typed right after the Enter) is read by the chat from the terminal's descriptor (``Keyboard``), each line once,
+in order; keys with no Enter yet start the next prompt's line.
+
+At readline's prompt a text is printed by the main thread, woken for it (``Screen.wake``), between two keys: from
+another thread it could land between readline taking a key and showing it, and wipe the line's start from view
+(readline's buffer, what ``typed`` tells, would be ahead of the screen)."""
 
 from __future__ import annotations
 
+import codecs
+import collections
 import importlib
 import logging
+import os
 import select
 import sys
 import threading
@@ -29,6 +36,8 @@ log = logging.getLogger(__name__)
 
 HISTORY_FILE = "state/console_history"
 HISTORY_LENGTH = 1000
+READ_BYTES = 65536  # at most this much of what waits in the terminal at one read
+CTRL_D = "\x04"
 PROMPT = "you> "
 CLEAR_LINE = "\r\x1b[K"  # back to the line's start and clear it: the prompt is printed again below the text
 #: How often a text waiting for an empty prompt wakes the main thread again: a wake-up that comes while readline
@@ -64,30 +73,93 @@ class LiveReply:
         return block[len(shown) :] if block.startswith(shown) else "\n" + block
 
 
-def line_ready(stdin: TextIO) -> bool:
-    """True when a whole line (or the end of input) can be read from ``stdin`` without waiting; False where
-    that cannot be known (no file descriptor)."""
+class Keyboard:
+    """The lines typed at the chat. At a terminal (``interactive``) the chat reads them from its file descriptor
+    itself, into lines of its own, never through ``stdin``'s buffer: readline reads the terminal in raw mode a key
+    at a time and returns at the first Enter, and what came with that Enter (lines pasted or typed quickly, keys
+    typed right after it) waits in the terminal, not shown; back in cooked mode it reads as one piece with no
+    newline ("two\\rthree\\r", "tw"). Through ``stdin``'s buffer such a piece held the main thread until the
+    next Enter, and the lines read with it sat in the buffer, where neither ``select`` nor readline sees them. An
+    Enter is "\\r" in raw mode, "\\n" in cooked mode; keys with no Enter yet wait for the rest of their line, or
+    start the next prompt's line (``begun``). Scripted, or with no file descriptor, lines are ``stdin``'s."""
+
+    def __init__(self, stdin: TextIO, interactive: bool) -> None:
+        self.stdin = stdin
+        self.interactive = interactive
+        self.encoding = _tolerate_bad_bytes(stdin)
+        self._fd = _descriptor(stdin) if interactive else None
+        self._decoder = codecs.getincrementaldecoder(self.encoding)("surrogateescape")
+        self._lines: collections.deque[str] = collections.deque()  # whole lines, "\\n" ended
+        self._begun = ""  # keys read with no Enter yet
+        self._ended = False
+
+    def ready(self) -> bool:
+        """True when a whole line (or the end of input) can be taken without waiting; False where that cannot be
+        known (no file descriptor)."""
+        if not (self._lines or self._ended) and self._fd is not None and _readable(self._fd):
+            self._read(self._fd)
+        return bool(self._lines) or self._ended
+
+    def readline(self) -> str:
+        """The next line with its "\\n" ("" at the end of input), waiting for it."""
+        if self._fd is None:
+            return _clean(self.stdin.readline(), self.encoding)
+        while not (self._lines or self._ended):
+            self._read(self._fd)
+        return self._lines.popleft() if self._lines else ""
+
+    def begun(self) -> str:
+        """The keys read with no Enter yet, taken: the start of the line the next prompt reads."""
+        begun, self._begun = self._begun, ""
+        return begun
+
+    def _read(self, fd: int) -> None:
+        """What the terminal has (waiting for it), into whole lines and keys begun; nothing is the end of input."""
+        try:
+            data = os.read(fd, READ_BYTES)
+        except OSError:
+            data = b""  # the terminal is gone: as Ctrl-D
+        text = self._decoder.decode(data, final=not data).replace("\r\n", "\n").replace("\r", "\n")
+        *lines, begun = (self._begun + text).split("\n")
+        if not data:  # the end of input: keys begun are a last line
+            lines, begun, self._ended = [*lines, begun] if begun else lines, "", True
+        # A Ctrl-D read here came in raw mode (in cooked mode it is the end of input, never a key): at a line's start
+        # it ends the input, as it does to readline, and what follows is not read; elsewhere it deletes nothing.
+        pieces = [*lines, begun]
+        end = next((at for at, piece in enumerate(pieces) if piece.startswith(CTRL_D)), None)
+        if end is not None:
+            lines, begun, self._ended = pieces[:end], "", True
+        self._lines.extend(_clean(line.replace(CTRL_D, "") + "\n", self.encoding) for line in lines)
+        self._begun = begun.replace(CTRL_D, "")
+
+
+def _descriptor(stdin: TextIO) -> int | None:
     try:
-        ready, _, _ = select.select([stdin.fileno()], [], [], 0)
+        return stdin.fileno()
     except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _readable(fd: int) -> bool:
+    try:
+        ready, _, _ = select.select([fd], [], [], 0)
+    except (OSError, ValueError):
         return False
     return bool(ready)
 
 
-def line_reader(
-    stdin: TextIO, stdout: TextIO, interactive: bool, history: Path | None
-) -> tuple[ReadLine, Callable[[], None]]:
+def line_reader(keyboard: Keyboard, stdout: TextIO, history: Path | None) -> tuple[ReadLine, Callable[[], None]]:
     """(read one line, or "" at EOF; save the history). With a real terminal, ``input()`` under
     readline gives arrow-key editing and Up/Down history, kept in ``history`` across runs."""
-    encoding = _tolerate_bad_bytes(stdin)
-    readline = _readline(stdin, stdout, interactive)
+    readline = _readline(keyboard.stdin, stdout, keyboard.interactive)
     if readline is None:
 
         def read_plain(reading: Callable[[], None]) -> str:
-            if interactive:
-                print(PROMPT, end="", file=stdout, flush=True)
+            begun = keyboard.begun()
+            if keyboard.interactive:
+                print(PROMPT + begun, end="", file=stdout, flush=True)
             reading()
-            return _clean(stdin.readline(), encoding)
+            return begun + keyboard.readline()
 
         return read_plain, lambda: None
     if history is not None:
@@ -98,7 +170,7 @@ def line_reader(
     readline.set_history_length(HISTORY_LENGTH)
 
     def read_line(reading: Callable[[], None]) -> str:
-        return _clean(_read_edited(readline, stdin, reading), encoding)
+        return _clean(_read_edited(readline, keyboard, reading), keyboard.encoding)
 
     def save() -> None:
         if history is None:
@@ -113,15 +185,19 @@ def line_reader(
     return read_line, save
 
 
-def _read_edited(readline: ModuleType, stdin: TextIO, reading: Callable[[], None]) -> str:
+def _read_edited(readline: ModuleType, keyboard: Keyboard, reading: Callable[[], None]) -> str:
     """One line read through readline ("" at the end of input); ``reading`` is called once the prompt is shown
-    and the terminal in raw mode. What can be read before (a Ctrl-D, a whole line typed in cooked mode) is
-    read as it was typed: readline's switch to raw mode would make a NUL of that Ctrl-D."""
-    if line_ready(stdin):
-        line = stdin.readline()
+    and the terminal in raw mode. What can be read before (a Ctrl-D, a whole line typed in cooked mode, or pasted
+    with the last line) is read as it was typed: readline's switch to raw mode would make a NUL of that Ctrl-D.
+    Keys typed with no Enter yet start readline's line."""
+    if keyboard.ready():
+        line = keyboard.readline()
         if line.strip():
             readline.add_history(line.rstrip("\n"))  # Up recalls it as it recalls a line readline read
         return line
+    begun = keyboard.begun()
+    if begun:
+        readline.set_startup_hook(lambda: readline.insert_text(begun))
     hook: Callable[..., None] | None = getattr(readline, "set_pre_input_hook", None)  # not in every build
     if hook is None:
         reading()  # a moment early: a text may come with a prompt of its own just before readline's
@@ -134,6 +210,8 @@ def _read_edited(readline: ModuleType, stdin: TextIO, reading: Callable[[], None
     finally:
         if hook is not None:
             hook()
+        if begun:
+            readline.set_startup_hook()
 
 
 def _readline(stdin: TextIO, stdout: TextIO, interactive: bool) -> ModuleType | None:
