@@ -85,10 +85,14 @@ def _started(chat: Chat) -> Iterator[Chat]:
 
 def test_three_lines_pasted_at_the_prompt_are_each_answered_once_in_order(chat: Chat) -> None:
     """Python's readline module turns readline's bracketed paste off: a paste comes as keys typed quickly, each line
-    ended by a CR."""
+    ended by a CR. The lines after the first, typed while readline read (raw mode: nothing echoed), are shown below
+    it as the terminal shows lines typed ahead."""
     chat.term.type("one\rtwo\rthree\r")  # one write: readline, in raw mode, takes "one"; the rest waits
     chat.answered("one", "two", "three")
     chat.prompt_after("ok: three")
+    shown = chat.term.lines_shown()
+    assert shown[shown.index("you> one") :][:3] == ["you> one", "two", "three"], shown  # as typed ahead, once
+    assert shown.count("two") == shown.count("three") == 1, shown
     chat.ends()
 
 
@@ -104,7 +108,7 @@ def test_lines_and_a_ctrl_d_typed_at_once_are_answered_then_the_chat_ends(chat: 
 def test_keys_typed_right_after_enter_start_the_next_prompts_line_and_ctrl_c_still_stops(chat: Chat) -> None:
     """Typed before readline gave the terminal back, "tw" waited there with no Enter: read as a line, it held the
     main thread until the next Enter (no prompt after the answer; a Ctrl-C left it in ``stdin``'s buffer). It is
-    the next line's start, shown after the prompt, and Ctrl-C stops the answer meanwhile."""
+    the next line's start, shown once, by readline after the prompt, and Ctrl-C stops the answer meanwhile."""
     chat.go.clear()  # the model holds its answer
     chat.term.type("one\rtw")
     chat.answered("one")
@@ -115,6 +119,7 @@ def test_keys_typed_right_after_enter_start_the_next_prompts_line_and_ctrl_c_sti
     chat.term.type("o\r")
     chat.answered("one", "two")
     chat.prompt_after("ok: two")
+    assert not [line for line in chat.term.lines_shown() if line.startswith("tw")]  # shown by readline alone
     chat.ends()
     assert "two" in (chat.ws.root / "state" / "console_history").read_text().split()
 

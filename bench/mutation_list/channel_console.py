@@ -93,4 +93,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "instead of ending the chat",
         ("test_console_typeahead.py",),
     ),
+    Mutation(
+        "console-pasted-lines-not-shown",
+        f"{BOT}/channels/console/extras.py",
+        "        if echo is not None and taken:  # keys begun are shown by readline at the next prompt",
+        "        if False:",
+        "the lines pasted after the first at readline's prompt are answered but never shown: the owner sees "
+        "answers to questions not on the screen",
+        ("test_console_typeahead.py",),
+    ),
 )

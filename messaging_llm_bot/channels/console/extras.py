@@ -108,13 +108,20 @@ class Keyboard:
             self._read(self._fd)
         return self._lines.popleft() if self._lines else ""
 
+    def left_by_readline(self, echo: TextIO) -> None:
+        """Right after readline returned at an Enter: what came with it (it waits in the terminal, typed in raw mode
+        and so never shown) is read, its whole lines shown on ``echo`` as the terminal shows lines typed ahead."""
+        if self._fd is not None and _readable(self._fd):
+            self._read(self._fd, echo)
+
     def begun(self) -> str:
         """The keys read with no Enter yet, taken: the start of the line the next prompt reads."""
         begun, self._begun = self._begun, ""
         return begun
 
-    def _read(self, fd: int) -> None:
-        """What the terminal has (waiting for it), into whole lines and keys begun; nothing is the end of input."""
+    def _read(self, fd: int, echo: TextIO | None = None) -> None:
+        """What the terminal has (waiting for it), into whole lines (shown on ``echo`` if given) and keys begun;
+        nothing is the end of input."""
         try:
             data = os.read(fd, READ_BYTES)
         except OSError:
@@ -129,8 +136,12 @@ class Keyboard:
         end = next((at for at, piece in enumerate(pieces) if piece.startswith(CTRL_D)), None)
         if end is not None:
             lines, begun, self._ended = pieces[:end], "", True
-        self._lines.extend(_clean(line.replace(CTRL_D, "") + "\n", self.encoding) for line in lines)
+        taken = [_clean(line.replace(CTRL_D, "") + "\n", self.encoding) for line in lines]
+        self._lines.extend(taken)
         self._begun = begun.replace(CTRL_D, "")
+        if echo is not None and taken:  # keys begun are shown by readline at the next prompt
+            echo.write("".join(taken))
+            echo.flush()
 
 
 def _descriptor(stdin: TextIO) -> int | None:
@@ -170,7 +181,7 @@ def line_reader(keyboard: Keyboard, stdout: TextIO, history: Path | None) -> tup
     readline.set_history_length(HISTORY_LENGTH)
 
     def read_line(reading: Callable[[], None]) -> str:
-        return _clean(_read_edited(readline, keyboard, reading), keyboard.encoding)
+        return _clean(_read_edited(readline, keyboard, reading, stdout), keyboard.encoding)
 
     def save() -> None:
         if history is None:
@@ -185,11 +196,11 @@ def line_reader(keyboard: Keyboard, stdout: TextIO, history: Path | None) -> tup
     return read_line, save
 
 
-def _read_edited(readline: ModuleType, keyboard: Keyboard, reading: Callable[[], None]) -> str:
+def _read_edited(readline: ModuleType, keyboard: Keyboard, reading: Callable[[], None], echo: TextIO) -> str:
     """One line read through readline ("" at the end of input); ``reading`` is called once the prompt is shown
     and the terminal in raw mode. What can be read before (a Ctrl-D, a whole line typed in cooked mode, or pasted
     with the last line) is read as it was typed: readline's switch to raw mode would make a NUL of that Ctrl-D.
-    Keys typed with no Enter yet start readline's line."""
+    Keys typed with no Enter yet start readline's line; what came with its Enter is shown on ``echo``."""
     if keyboard.ready():
         line = keyboard.readline()
         if line.strip():
@@ -204,7 +215,7 @@ def _read_edited(readline: ModuleType, keyboard: Keyboard, reading: Callable[[],
     else:
         hook(reading)  # readline calls it after its prompt, the terminal in raw mode, before the first key
     try:
-        return input(PROMPT) + "\n"
+        line = input(PROMPT)
     except EOFError:
         return ""
     finally:
@@ -212,6 +223,8 @@ def _read_edited(readline: ModuleType, keyboard: Keyboard, reading: Callable[[],
             hook()
         if begun:
             readline.set_startup_hook()
+    keyboard.left_by_readline(echo)
+    return line + "\n"
 
 
 def _readline(stdin: TextIO, stdout: TextIO, interactive: bool) -> ModuleType | None:
