@@ -179,7 +179,13 @@ def memo_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
         owner_chats=lambda s: (f"memo:{s.section(Allowlist, 'memo').owner_id}",),
     )
     monkeypatch.setattr(routes, "ROUTES", (*routes.ROUTES, route))
+    # The command line's parser is built once per process (cli/main.py): built before this channel was added (an
+    # earlier test in this worker), it lacks the channel's setup flags; built with it, later tests would see them.
+    from messaging_llm_bot.cli.main import build_parser as command_line
+
+    command_line.cache_clear()
     yield
+    command_line.cache_clear()
     for module in [name for name in sys.modules if name.startswith("messaging_llm_bot.channels.memo")]:
         del sys.modules[module]
 
