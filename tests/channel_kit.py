@@ -1574,6 +1574,23 @@ def _busy_on_slack(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
     )
 
 
+def _commands_on_slack(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    """The owner's DM, a ``/command`` typed there sent as Slack sends a registered one: a signed slash command."""
+    from tests.slack_harness import OWNER, owner_writes
+
+    chat = _busy_on_slack(request, mode)
+    slack = request.getfixturevalue("slack_api")
+
+    def send(text: str) -> None:
+        if not text.startswith("/"):
+            owner_writes(slack, text)
+            return
+        answer = slack.deliver_command(slack.slash(OWNER, text))
+        assert (answer.status_code, answer.text) == (200, "")  # acknowledged; the answer is a message in the DM
+
+    return dataclasses.replace(chat, send=send)
+
+
 def _busy_on_discord(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
     from tests.discord_harness import OWNER, owner_texts, owner_writes
 
@@ -1823,11 +1840,10 @@ class _NoticesCase:
 #: The channels that take commands typed as messages: their drivers (BUSY's, called with the default busy mode).
 COMMAND_CHATS = {
     name: BUSY[name] for name in ("discord", "whatsapp", "console", "matrix", "webchat", "telegram", "signal")
-}
+} | {"slack": _commands_on_slack}
 #: Why a channel takes no commands.
 NO_COMMANDS = {
     "email": "no commands by mail (docs/email.md): a mail's words are a message for the model",
-    "slack": "Slack's clients keep a typed /command to themselves and the bot registers none (docs/slack.md)",
 }
 #: What a channel answers to /stop while a turn runs: the shared text (conversation/commands.py), on the terminal
 #: its note on stderr (a line typed while it answers is read by its main thread: channels/console/chat.py).

@@ -235,6 +235,8 @@ def test_doctor_checks_the_token_the_running_request_url_and_the_allowlist(
     assert checks["slack allowlist"]["status"] == "ok" and OWNER in checks["slack allowlist"]["detail"]
     assert checks["slack token"]["status"] == "ok" and "Example Team" in checks["slack token"]["detail"]
     assert checks["slack request url"]["status"] == "ok", checks["slack request url"]
+    registered = checks["slack commands"]  # not checked: Slack does not tell the bot; what to register is said
+    assert registered["status"] == "skip" and "/stop" in registered["detail"] and "request URL" in registered["detail"]
     monkeypatch.setenv("SLACK_DOCTOR_TOKEN", "xoxb-wrong")
     monkeypatch.setenv("SLACK_DOCTOR_SECRET", "another-secret")  # the running bot refuses its challenge
     section["allowed"] = []
@@ -361,3 +363,50 @@ def test_an_approval_answered_by_a_reply_still_works(running: Running) -> None:
     assert running.slack.deliver(running.slack.dm(OWNER, "yes")).status_code == 200
     assert "Confirmed: doing it." in _answered(running, dm, before, question)
     assert not (running.workspace / "notes/important.md").exists()
+
+
+def test_a_signed_slash_command_is_answered_in_the_chat_it_was_typed_in(running: Running) -> None:
+    """A registered command comes as a signed form; it is acknowledged with an empty 200 and answered by a message
+    in that chat through the shared command path, by no model; an owner-only one typed in a channel is refused
+    there (the owner's data only in their DM)."""
+    from messaging_llm_bot.conversation.commands import owner_only_text
+
+    slack, model = running.slack, running.model
+    model.reset()
+    dm = slack.dms[OWNER]
+    before = len(slack.posted(dm))
+    answer = slack.deliver_command(slack.slash(OWNER, "/help"))
+    assert (answer.status_code, answer.text) == (200, "")
+    wait_until(lambda: len(slack.posted(dm)) > before, what="the answer to /help")
+    [helped] = [m["text"] for m in slack.posted(dm)[before:]]
+    assert "/stop" in helped and "/jobs" in helped  # the owner's own chat: the owner-only commands listed too
+    assert slack.deliver_command(slack.slash(OWNER, "/jobs", "C0GENERAL1")).status_code == 200
+    wait_until(lambda: slack.posted("C0GENERAL1"), what="the answer in the channel")
+    assert [m["text"] for m in slack.posted("C0GENERAL1")] == [owner_only_text("jobs")]
+    assert model.chat_requests == [] and not _pending(running.workspace)
+
+
+def test_a_slash_command_signed_wrongly_is_refused_and_reaches_nothing(running: Running) -> None:
+    slack = running.slack
+    dm = slack.dms[OWNER]
+    before = len(slack.calls("chat.postMessage"))
+    refused = slack.deliver_command(slack.slash(OWNER, "/new"), secret=SECRET[:-1] + "X")
+    assert refused.status_code == 401
+    answered = slack.deliver_command(slack.slash(OWNER, "/nope"))  # a signed one after it: answered, alone
+    assert answered.status_code == 200
+    wait_until(lambda: len(slack.calls("chat.postMessage")) > before, what="the answer to /nope")
+    assert [m["text"] for m in slack.posted(dm)][-1] == "Unknown command /nope. /help lists what I understand."
+    assert len(slack.calls("chat.postMessage")) == before + 1  # nothing for the refused /new
+
+
+def test_a_strangers_slash_command_gets_the_pairing_code_once_and_runs_nothing(running: Running) -> None:
+    slack, model = running.slack, running.model
+    model.reset()
+    stranger = "U0STRANGE2"
+    assert slack.deliver_command(slack.slash(stranger, "/reset yes")).status_code == 200
+    wait_until(lambda: slack.posted(slack.dms[stranger]), what="the pairing code")
+    assert slack.deliver_command(slack.slash(stranger, "/jobs")).status_code == 200
+    wait_until(lambda: f"ignored {stranger} again" in running.bot.run_log(), what="the second command passed over")
+    [told] = [m["text"] for m in slack.posted(slack.dms[stranger])]
+    assert "Ask the owner to approve code" in told
+    assert model.chat_requests == [] and not _pending(running.workspace)

@@ -1,7 +1,8 @@
 """``assistant setup --slack-owner`` configures the Slack channel (issue 50): by flags, against the fake Slack
 Web API, the token tried from the named environment variable (never written), the settings in the local layer
 with ``enabled`` last; a wrong token stops setup with nothing written. With ``--slack-app-token-env`` it sets up
-Socket Mode, the app-level token tried the same way."""
+Socket Mode, the app-level token tried the same way. Either way it prints the slash commands to register, made from
+the bot's command list (with the request URL over HTTP)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from messaging_llm_bot.conversation.commands import COMMANDS
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.slack_api import FakeSlackAPI
 from tests.setup_runs import channel_setup, example_config
@@ -27,6 +29,12 @@ def _setup(
     )
 
 
+def _registered(out: str) -> list[tuple[str, str | None]]:
+    """The slash commands setup says to register (the manifest's list it prints): each one's name and URL."""
+    listed = json.loads(out.split("features.slash_commands in the app's manifest):\n", 1)[1].split("\n]", 1)[0] + "]")
+    return [(one["command"], one.get("url")) for one in listed]
+
+
 def test_setup_writes_the_slack_channel_and_refuses_a_wrong_token(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -42,6 +50,7 @@ def test_setup_writes_the_slack_channel_and_refuses_a_wrong_token(
         assert _setup(config, tmp_path, chat, slack) == 0, capsys.readouterr()
         out = capsys.readouterr().out
         assert "is the bot assistant in Example Team" in out and "/slack/events" in out
+        assert _registered(out) == [(f"/{name}", "https://YOUR-HOST/slack/events") for name, _ in COMMANDS]
         written = json.loads((config / "local" / "slack.json").read_text())
         assert written["enabled"] is True and written["allowed"] == ["U0OWNER001"]
         assert written["bot_token_env"] == "SL_SETUP_TOKEN" and written["signing_secret_env"] == "SL_SETUP_SECRET"
@@ -66,6 +75,7 @@ def test_setup_writes_socket_mode_and_refuses_a_wrong_app_token(
         assert _setup(config, tmp_path, chat, slack, "U0OWNER001", "--slack-app-token-env", "SL_SETUP_APP") == 0
         out = capsys.readouterr().out
         assert "opens a Socket Mode connection" in out and "request URL" not in out.split("Socket Mode in your app")[0]
+        assert _registered(out) == [(f"/{name}", None) for name, _ in COMMANDS]  # no URL over Socket Mode
         written = json.loads((config / "local" / "slack.json").read_text())
         assert written["socket_mode"] is True and written["app_token_env"] == "SL_SETUP_APP"
         assert "signing_secret_env" not in written and slack.app_token not in json.dumps(written)

@@ -2,7 +2,8 @@
 ``slack.socket_mode``) against the fake Slack API and its Socket Mode server (tests/fakes/slack_socket.py): the bot
 connects with the app-level token, a DM sent as an envelope gets one answer and the envelope is acknowledged; an
 envelope delivered twice is answered once; a ``disconnect`` envelope makes the bot connect again and go on; a button
-pressed on a question comes as an ``interactive`` envelope and answers it; doctor checks the app-level token. One
+pressed on a question comes as an ``interactive`` envelope and answers it; a slash command comes as a
+``slash_commands`` envelope, acknowledged and answered in its chat; doctor checks the app-level token. One
 bot process for the module."""
 
 from __future__ import annotations
@@ -143,6 +144,20 @@ def test_a_button_press_comes_as_an_interactive_envelope(running: Running) -> No
     assert not (workspace / "notes/old.md").exists() and envelope in socket.acked
 
 
+def test_a_slash_command_comes_as_an_envelope_acknowledged_and_answered_in_the_chat(running: Running) -> None:
+    slack, socket, model = running.slack, running.socket, running.model
+    model.reset()
+    dm = slack.dms[OWNER]
+    before = len(slack.posted(dm))
+    envelope = socket.send(slack.slash(OWNER, "/skill x&y>z"), kind="slash_commands")
+    wait_until(lambda: len(slack.posted(dm)) > before, what="the answer to /skill")
+    [answer] = [m["text"] for m in slack.posted(dm)[before:]]
+    # The command's text as typed (Slack sent it escaped), the answer escaped once for Slack.
+    assert answer.startswith("There is no skill named 'x&amp;y&gt;z'."), answer
+    assert envelope in socket.acked and socket.attempts(envelope) == 1  # acknowledged in time: sent once
+    assert model.chat_requests == [] and not _pending(running.workspace)
+
+
 def test_doctor_checks_the_app_token(
     running: Running, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,6 +187,7 @@ def test_doctor_checks_the_app_token(
     checks = doctor(APP_TOKEN)
     assert checks["slack app token"]["status"] == "ok", checks["slack app token"]
     assert "slack request url" not in checks  # no request URL over Socket Mode
+    assert "/stop" in checks["slack commands"]["detail"] and "request URL" not in checks["slack commands"]["detail"]
     checks = doctor("xapp-1-A0APP00001-1-wrong")
     assert checks["slack app token"]["status"] == "fail" and "invalid_auth" in checks["slack app token"]["detail"]
     checks = doctor(TOKEN)  # a bot token where the app-level one belongs

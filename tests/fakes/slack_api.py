@@ -37,6 +37,11 @@ fake.base_url`` (``http://127.0.0.1:<port>/api/``). What it answers, as Slack do
   wrong one ``invalid_auth``): ``{"ok", "url"}``, a ``ws://`` URL of the fake's Socket Mode server
   (tests/fakes/slack_socket.py, started by ``socket_mode()``), which delivers events as envelopes.
 
+A slash command: ``slash(user, "/name text", channel)`` is the form Slack posts for a registered command typed
+(``command``, ``text`` with ``&``, ``<`` and ``>`` escaped, ``user_id``, ``channel_id``, ``channel_name``:
+``directmessage`` in a DM, ``response_url``, ``trigger_id``, ...), which ``deliver_command`` posts signed like the
+events, waiting Slack's three seconds for the answer; over Socket Mode ``socket.send(fields, "slash_commands")``.
+
 A button pressed: ``press(user, channel, ts, action_id)`` is the ``block_actions`` payload of ``user`` pressing a
 button of the bot's message, which ``deliver_form`` posts as Slack does (``payload=<json>`` form data, signed).
 
@@ -252,16 +257,39 @@ class FakeSlackAPI:
             "actions": [action | {"action_ts": self._ts()} | ({"style": button["style"]} if "style" in button else {})],
         }
 
+    def slash(self, user: str, line: str, channel: str | None = None) -> dict[str, str]:
+        """The fields of ``user`` typing the registered command ``line`` (``/name text``) in ``channel`` (their DM
+        with the bot by default), as Slack sends a ``slash_commands`` request."""
+        command, _, text = line.partition(" ")
+        channel = channel or self.add_user(user)
+        self.add_channel(channel)
+        with self._lock:
+            direct = channel in self.dms.values()
+        return {
+            "token": "deprecated-verification-token",
+            "team_id": self.team_id,
+            "team_domain": "example-team",
+            "channel_id": channel,
+            "channel_name": "directmessage" if direct else "general",
+            "user_id": user,
+            "user_name": user.lower(),
+            "command": command,
+            "text": text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),  # Slack's escapes
+            "api_app_id": "A0APP00001",
+            "is_enterprise_install": "false",
+            "response_url": f"https://hooks.slack.com/commands/{self.team_id}/{next(self._ids)}/x",
+            "trigger_id": f"{next(self._ids)}.{self.team_id}",
+        }
+
+    def deliver_command(self, fields: dict[str, str], *, secret: str | None = None) -> requests.Response:
+        """POST a slash command's ``fields`` to the request URL as Slack does: form data, signed; Slack waits three
+        seconds for the answer (a later one is a timeout: here ``requests``' ReadTimeout)."""
+        return self._post(urlencode(fields).encode(), "application/x-www-form-urlencoded", secret=secret, wait=3)
+
     def deliver_form(self, payload: dict, *, secret: str | None = None) -> requests.Response:
         """POST an interactive ``payload`` to the request URL as Slack does: ``payload=<json>`` form data, signed."""
         body = urlencode({"payload": json.dumps(payload)}).encode()
-        stamp = str(int(time.time()))
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": stamp,
-            "X-Slack-Signature": signature(self.signing_secret if secret is None else secret, stamp, body),
-        }
-        return requests.post(self.webhook_url, data=body, headers=headers, timeout=30)
+        return self._post(body, "application/x-www-form-urlencoded", secret=secret)
 
     def deliver(
         self,
@@ -273,14 +301,33 @@ class FakeSlackAPI:
         retry_num: int | None = None,
     ) -> requests.Response:
         """POST ``payload`` to the request URL as Slack does: signed with the signing secret at ``timestamp``."""
-        body = json.dumps(payload).encode()
+        return self._post(
+            json.dumps(payload).encode(),
+            "application/json",
+            timestamp=timestamp,
+            secret=secret,
+            sign=sign,
+            retry_num=retry_num,
+        )
+
+    def _post(
+        self,
+        body: bytes,
+        content_type: str,
+        *,
+        timestamp: float | None = None,
+        secret: str | None = None,
+        sign: bool = True,
+        retry_num: int | None = None,
+        wait: float = 30,
+    ) -> requests.Response:
         stamp = str(int(time.time() if timestamp is None else timestamp))
-        headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp}
+        headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": stamp}
         if sign:
             headers["X-Slack-Signature"] = signature(self.signing_secret if secret is None else secret, stamp, body)
         if retry_num is not None:
             headers |= {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "http_timeout"}
-        return requests.post(self.webhook_url, data=body, headers=headers, timeout=30)
+        return requests.post(self.webhook_url, data=body, headers=headers, timeout=wait)
 
     # -- observing -------------------------------------------------------------------------
 

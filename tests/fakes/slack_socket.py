@@ -8,8 +8,10 @@ A Tornado websocket server on 127.0.0.1 in a thread of its own. As Slack documen
 - On connect the server sends ``{"type": "hello", "num_connections", "debug_info", "connection_info"}``.
 - ``send(payload)`` wraps an Events API payload in an envelope ``{"envelope_id", "type": "events_api",
   "payload", "accepts_response_payload": false, "retry_attempt", "retry_reason"}`` and sends it to the newest
-  connection. Every envelope must be acknowledged with ``{"envelope_id": ...}``; one not acknowledged within
-  ``ack_timeout`` seconds is sent again (``retry_attempt`` + 1, ``retry_reason: "timeout"``) up to
+  connection (``send(fields, "slash_commands")``: a slash command's fields, ``"interactive"``: a button's
+  payload, each with ``accepts_response_payload: true``). Every envelope must be acknowledged with
+  ``{"envelope_id": ...}``; one not acknowledged within ``ack_timeout`` seconds is sent again (``retry_attempt``
+  + 1, ``retry_reason: "timeout"``) up to
   ``MAX_RETRIES`` times, and an envelope sent while no bot is connected waits for the next connection.
   ``again(envelope_id)`` sends an envelope again at once (a redelivery). Anything else the bot sends is kept
   in ``bad_frames``.
@@ -191,7 +193,7 @@ class FakeSocketMode:
             "envelope_id": envelope_id,
             "type": kind,
             "payload": payload,
-            "accepts_response_payload": False,
+            "accepts_response_payload": kind != "events_api",  # a command's or a press's ack may carry an answer
             "retry_attempt": 0,
             "retry_reason": "",
         }

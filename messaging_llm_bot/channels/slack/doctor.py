@@ -1,13 +1,16 @@
 """The doctor's Slack checks, when ``slack.enabled``: the secrets are there, the bot token works (one
 ``auth.test``), the allowlist is set, and how events come in: over Socket Mode the app-level token opens a
 connection (``apps.connections.open``), else the running bot's request URL answers a signed
-``url_verification`` on this machine."""
+``url_verification`` on this machine; and the slash commands to register in the app (not checked: Slack does not
+tell a bot)."""
 
 from __future__ import annotations
 
 from assistant_framework.config.settings import SlackSettings
+from assistant_framework.hints import CLI
 from messaging_llm_bot.channels.doctor import (
     FAIL,
+    SKIP,
     Check,
     Context,
     Handshake,
@@ -17,6 +20,7 @@ from messaging_llm_bot.channels.doctor import (
     verdict,
 )
 from messaging_llm_bot.channels.slack.settings import SlackSecrets, api_url
+from messaging_llm_bot.channels.slack.slash import command_names
 
 DOCS = "docs/slack.md"
 REQUEST_URL = Handshake(
@@ -43,7 +47,18 @@ def checks(ctx: Context) -> list[Check]:
     if secrets.problem:
         return [*lines, Check("slack secrets", FAIL, secrets.problem, f"set them as {DOCS} says")]
     events = _app_token(config, secrets) if config.socket_mode else _request_url(config, secrets)
-    return [*lines, _token(config, secrets), events]
+    return [*lines, _token(config, secrets), events, _commands(config)]
+
+
+def _commands(config: SlackSettings) -> Check:
+    """The slash commands to register: not checked (Slack does not tell a bot which the app registered)."""
+    where = "" if config.socket_mode else ", each with the request URL"
+    return Check(
+        "slack commands",
+        SKIP,
+        f"not checked (Slack does not tell the bot): register in the app, Slash Commands{where}: {command_names()}",
+        f"`{CLI} setup --slack-owner ...` prints them as the manifest's features.slash_commands ({DOCS})",
+    )
 
 
 def _token(config: SlackSettings, secrets: SlackSecrets) -> Check:

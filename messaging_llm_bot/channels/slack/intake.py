@@ -3,12 +3,15 @@ code in their DM at most once an hour, or their user id once with pairing off; n
 reaches the model; in a channel they get nothing), the answer to an open yes/no question, then the durable inbox
 (the ``event_id`` taken once: Slack sends an event again, with ``X-Slack-Retry-Num``, until it heard 200 within
 three seconds); then the message joins the sender's running turn by the busy mode (conversation/busy.py), or a
-turn in the conversation's queue.
+turn in the conversation's queue. A slash command (slash.py) goes through the same allowlist to the shared command
+path (``command``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from assistant_framework.config.settings import SlackSettings
@@ -16,6 +19,7 @@ from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.slack.buttons import press_of
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_event
+from messaging_llm_bot.channels.slack.slash import slash_of
 from messaging_llm_bot.channels.slack.turn import SlackTurns, joinable
 from messaging_llm_bot.conversation.intake import Arrival
 from messaging_llm_bot.conversation.service import ChannelHost
@@ -31,6 +35,7 @@ class SlackIntakeHost(ChannelHost, Protocol):
     channel: SlackChannel
     turns: SlackTurns
     bot_user: str
+    owner_dm: str
 
     @property
     def config(self) -> SlackSettings: ...
@@ -58,6 +63,29 @@ class SlackIntake:
         elif not self.host.channel.press(press):
             log.info("slack: a button press on a question no longer open; passed over")
         return True  # nothing to store: Slack need not send it again
+
+    async def command(self, fields: Mapping[str, object]) -> None:
+        """A signed slash command (slash.py), after its acknowledgement: the allowlist first, then the shared command
+        path in the chat it was typed in (conversation/intake.py: ``/stop`` at once, the rest in the chat's order),
+        answered there; the owner-only ones only in the owner's DM."""
+        host = self.host
+        slash = slash_of(fields)
+        if slash is None:
+            log.info("slack: a slash command without its command, user or channel; passed over")
+            return
+        to = Address(slash.channel)
+        say = functools.partial(host.turns.say, to)
+        if not host.config.allows(slash.user):
+            refusal = not_allowed(f"Your Slack user id is {slash.user}", "slack.allowed")
+            await self.strangers.answer(slash.user, refusal, say, private=slash.direct, addressed=True)
+            return
+        owner = host.config.is_owner(slash.user)
+        # The owner's data only in their DM with the bot (a DM with someone else is a D... channel too).
+        owner_data = owner and slash.direct and slash.channel == (host.owner_dm or slash.channel)
+        decline = functools.partial(host.channel.questions.decline_all, question_key(to))
+        await self.intake.command(
+            slash.line, slash.conversation, say, owner=owner, owner_data=owner_data, decline=decline
+        )
 
     async def on_message(self, msg: SlackMessage) -> bool:
         host = self.host

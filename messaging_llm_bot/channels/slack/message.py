@@ -74,6 +74,11 @@ class SlackMessage:
         return {"slack": asdict(self)}
 
 
+def unescape(text: str) -> str:
+    """A text as typed: Slack sends ``&``, ``<`` and ``>`` escaped."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
 def message_of_payload(payload: object) -> SlackMessage | None:
     """The message an inbox item holds (``to_payload``), or None."""
     data = payload.get("slack") if isinstance(payload, dict) else None
@@ -105,7 +110,7 @@ def message_of_event(payload: object, bot_user: str) -> SlackMessage | None:
     text = str(event.get("text") or "")
     if kind == "app_mention":
         text = _MENTION.sub("", text, count=1)
-    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")  # Slack's escapes
+    text = unescape(text)
     thread = event.get("thread_ts")
     thread_ts = thread if isinstance(thread, str) else None
     return SlackMessage(event_id, user, channel, ts, text.strip(), thread_ts, direct, files_of(event))

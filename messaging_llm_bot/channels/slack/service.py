@@ -139,11 +139,13 @@ class SlackService(ChannelService):
         """Events in: Socket Mode connected, or the Events API's request URL listening."""
         config = self.config
         if config.socket_mode:
-            self.socket = SocketMode(config, self.secrets.app_token, intake.take, intake.act)
+            self.socket = SocketMode(config, self.secrets.app_token, intake.take, intake.act, intake.command)
             await self.socket.start()
             log.info("slack: taking events over Socket Mode for %s", list(config.allowed))
             return
-        self.webhook = SlackWebhook(lambda: self.config, lambda: self.secrets.signing_secret, intake.take, intake.act)
+        self.webhook = SlackWebhook(
+            lambda: self.config, lambda: self.secrets.signing_secret, intake.take, intake.act, intake.command
+        )
         self.webhook.start()
         log.info("slack: serving the Events API on %s for %s", self.webhook.url, list(config.allowed))
 

@@ -2,7 +2,8 @@
 environment variables holding the bot token and the signing secret, or with ``--slack-app-token-env`` the
 app-level token of Socket Mode (never written), and the owner's member id (``--slack-owner find``: read from
 their first DM to the bot). Each token is tried when its variable is set (channels/slack/probe.py); the settings
-are written with ``slack.enabled`` last, and what to set in the app (the request URL, or Socket Mode) is said."""
+are written with ``slack.enabled`` last, and what to set in the app (the request URL, or Socket Mode, and the slash
+commands to register, slash.py) is said."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 
 from messaging_llm_bot.channels.setup import FirstSender, Flags, Form, OptInSteps, SetupError, Tried
 from messaging_llm_bot.channels.slack.probe import dm_senders, probe_app_token, probe_token
+from messaging_llm_bot.channels.slack.slash import manifest_text
 
 TOKEN_ENV = "SLACK_BOT_TOKEN"
 SECRET_ENV = "SLACK_SIGNING_SECRET"
@@ -59,7 +61,16 @@ class SlackSteps(OptInSteps):
             f"{path} (forwarded to {where}) once the bot runs, and subscribe to the "
             "bot events message.im and app_mention; set the same URL under Interactivity (docs/slack.md)."
         )
+        self._commands(f"https://YOUR-HOST{path}")
         return {"signing_secret_env": secret_env, "socket_mode": False}
+
+    def _commands(self, request_url: str | None) -> None:
+        """What to register for the bot's commands (slash.py): the manifest's part, made from the command list."""
+        where = ", each with that request URL" if request_url else ""
+        self.io.say(
+            f"Slack: register the bot's commands under Slash Commands{where} (or as features.slash_commands in the "
+            f"app's manifest):\n{manifest_text(request_url)}"
+        )
 
     def _socket_mode(self, base_url: str) -> dict[str, object]:
         env = self.a.slack_app_token_env
@@ -75,6 +86,7 @@ class SlackSteps(OptInSteps):
             "Slack: turn on Socket Mode in your app (no request URL needed) and subscribe to the bot events "
             "message.im and app_mention (docs/slack.md)."
         )
+        self._commands(None)
         return {"socket_mode": True, "app_token_env": env}
 
 

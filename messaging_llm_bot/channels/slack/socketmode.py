@@ -6,8 +6,9 @@ token (``xapp-...``) gives a one-time websocket URL; Slack sends each event in a
 acknowledges with its ``envelope_id``. An ``events_api`` envelope goes through the same intake as the Events API
 (``Take``: its message stored in the durable inbox by ``event_id``) and is acknowledged only once stored: one not
 acknowledged is sent again by Slack, and a redelivery's ``event_id`` is passed over by the inbox (answered once).
-An ``interactive`` envelope (a button pressed) goes to the channel's ``act``; others are acknowledged and passed
-over. A ``disconnect`` envelope (Slack refreshes connections every
+An ``interactive`` envelope (a button pressed) goes to the channel's ``act``; a ``slash_commands`` one (slash.py) is
+acknowledged at once (Slack waits three seconds), then goes to the channel's ``command``; others are acknowledged
+and passed over. A ``disconnect`` envelope (Slack refreshes connections every
 few hours) makes the client open a new connection first; so does a dropped one.
 
 The first URL is asked for here, before the client runs, so a refused app token stops the start with one line
@@ -24,7 +25,7 @@ from assistant_framework.serve.clients import PerMinute
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.slack.api import TIMEOUT_SECONDS, SlackUnavailable, failure
 from messaging_llm_bot.channels.slack.settings import api_url
-from messaging_llm_bot.channels.slack.webhook import Take
+from messaging_llm_bot.channels.slack.webhook import Command, Take
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +74,12 @@ class AppTokenRefused(Exception):
 class SocketMode:
     """The running Socket Mode connection; ``start`` and ``stop`` on the channel's event loop."""
 
-    def __init__(self, config: SlackSettings, app_token: str, take: Take, act: Take) -> None:
+    def __init__(self, config: SlackSettings, app_token: str, take: Take, act: Take, command: Command) -> None:
         self.config = config
         self.app_token = app_token
         self.take = take
         self.act = act
+        self.command = command
         self.per_minute = PerMinute(config.webhook.per_minute)
         self.client: Any = None
 
@@ -112,6 +114,8 @@ class SocketMode:
         elif request.type == "interactive":
             await self.act(request.payload)
         await client.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))
+        if request.type == "slash_commands":
+            await self.command(request.payload)  # acknowledged first: its answer is a message in the chat
 
     async def stop(self) -> None:
         if self.client is not None:

@@ -10,9 +10,11 @@ reverse proxy in front: Slack calls only https). In this order, before anything 
   or stored (past ``BAD_PER_MINUTE`` refused ones a minute: 429);
 - ``per_minute`` (429: Slack sends it again), then the body: an interactive payload (a button pressed, form data
   ``payload=<json>``, the app's Interactivity request URL set to the same address) is handed to the channel's
-  ``act``; else the JSON: ``url_verification`` answers its ``challenge``; an ``event_callback`` is handed to the
-  channel (``Take``), which stores its message in the durable inbox by its ``event_id``; only then the answer
-  is 200. A retry (``X-Slack-Retry-Num``) of an event taken is passed over by the inbox: answered once.
+  ``act``; a slash command (form data with ``command``, each command's Request URL the same address: slash.py)
+  is answered 200 at once, then handed to the channel's ``command``, which answers in the chat; else the JSON:
+  ``url_verification`` answers its ``challenge``; an ``event_callback`` is handed to the channel (``Take``),
+  which stores its message in the durable inbox by its ``event_id``; only then the answer is 200. A retry
+  (``X-Slack-Retry-Num``) of an event taken is passed over by the inbox: answered once.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -36,6 +38,8 @@ MAX_CHALLENGE_CHARS = 200
 
 #: The channel's part: store a signed event's message; False when it could not be stored (503).
 Take = Callable[[Any], Awaitable[bool]]
+#: The channel's part for a signed slash command (slash.py): its fields, answered in its chat.
+Command = Callable[[Mapping[str, object]], Awaitable[None]]
 
 
 def fresh(timestamp: str | None, now: float) -> bool:
@@ -87,13 +91,13 @@ class SlackEventsHandler(PlainHandler):
             return
         form = self.request.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded")
         try:
-            payload = json.loads(parse_qs(body.decode())["payload"][0] if form else body)
+            fields = {k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()} if form else {}
+            payload = json.loads(fields["payload"] if form else body) if "command" not in fields else None
         except (ValueError, KeyError, UnicodeDecodeError):
-            self._answer(400, "the body is not JSON, nor a form with a JSON payload")
+            self._answer(400, "the body is not JSON, nor a form with a JSON payload or a command")
             return
         if form:
-            await webhook.act(payload)
-            self._answer(200, "")
+            await self._form(fields, payload)
             return
         if isinstance(payload, dict) and payload.get("type") == "url_verification":
             challenge = str(payload.get("challenge") or "")
@@ -108,18 +112,34 @@ class SlackEventsHandler(PlainHandler):
             return
         self._answer(200, "")
 
+    async def _form(self, fields: dict[str, str], payload: Any) -> None:
+        """A slash command (acknowledged first, within Slack's three seconds: its answer is a message in the chat),
+        or an interactive payload."""
+        if "command" in fields:
+            self._answer(200, "")
+            await self.webhook.command(fields)
+            return
+        await self.webhook.act(payload)
+        self._answer(200, "")
+
 
 class SlackWebhook(WebhookListener):
     """The listener (channels/listener.py) with the channel's config and its parts (``Take``: an event, ``act``:
     an interactive payload)."""
 
     def __init__(
-        self, config: Callable[[], SlackSettings], signing_secret: Callable[[], str], take: Take, act: Take
+        self,
+        config: Callable[[], SlackSettings],
+        signing_secret: Callable[[], str],
+        take: Take,
+        act: Take,
+        command: Command,
     ) -> None:
         self.config = config
         self.signing_secret = signing_secret
         self.take = take
         self.act = act  # an interactive payload: a button pressed
+        self.command = command  # a slash command's fields
         first = config().webhook
         super().__init__(
             first.listen, first.port, first.path, SlackEventsHandler, {"webhook": self}, first.max_body_bytes
