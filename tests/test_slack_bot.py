@@ -380,6 +380,9 @@ def test_a_signed_slash_command_is_answered_in_the_chat_it_was_typed_in(running:
     wait_until(lambda: len(slack.posted(dm)) > before, what="the answer to /help")
     [helped] = [m["text"] for m in slack.posted(dm)[before:]]
     assert "/stop" in helped and "/jobs" in helped  # the owner's own chat: the owner-only commands listed too
+    checked = slack.deliver_command({"ssl_check": "1", "token": "deprecated-verification-token"})
+    assert (checked.status_code, checked.text) == (200, "")  # Slack trying the command URL: nothing runs
+    assert slack.deliver_command({"text": "hello"}).status_code == 400  # a form that is neither
     assert slack.deliver_command(slack.slash(OWNER, "/jobs", "C0GENERAL1")).status_code == 200
     wait_until(lambda: slack.posted("C0GENERAL1"), what="the answer in the channel")
     assert [m["text"] for m in slack.posted("C0GENERAL1")] == [owner_only_text("jobs")]

@@ -40,7 +40,8 @@ fake.base_url`` (``http://127.0.0.1:<port>/api/``). What it answers, as Slack do
 A slash command: ``slash(user, "/name text", channel)`` is the form Slack posts for a registered command typed
 (``command``, ``text`` with ``&``, ``<`` and ``>`` escaped, ``user_id``, ``channel_id``, ``channel_name``:
 ``directmessage`` in a DM, ``response_url``, ``trigger_id``, ...), which ``deliver_command`` posts signed like the
-events, waiting Slack's three seconds for the answer; over Socket Mode ``socket.send(fields, "slash_commands")``.
+events (any form: Slack's ``ssl_check=1`` too), waiting Slack's three seconds for the answer; over Socket Mode
+``socket.send(fields, "slash_commands")``.
 
 A button pressed: ``press(user, channel, ts, action_id)`` is the ``block_actions`` payload of ``user`` pressing a
 button of the bot's message, which ``deliver_form`` posts as Slack does (``payload=<json>`` form data, signed).

@@ -92,8 +92,8 @@ class SlackEventsHandler(PlainHandler):
         form = self.request.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded")
         try:
             fields = {k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()} if form else {}
-            payload = json.loads(fields["payload"] if form else body) if "command" not in fields else None
-        except (ValueError, KeyError, UnicodeDecodeError):
+            payload = json.loads(fields["payload"] if form else body) if "payload" in fields or not form else None
+        except (ValueError, UnicodeDecodeError):
             self._answer(400, "the body is not JSON, nor a form with a JSON payload or a command")
             return
         if form:
@@ -114,13 +114,17 @@ class SlackEventsHandler(PlainHandler):
 
     async def _form(self, fields: dict[str, str], payload: Any) -> None:
         """A slash command (acknowledged first, within Slack's three seconds: its answer is a message in the chat),
-        or an interactive payload."""
+        an interactive payload, or Slack's ``ssl_check`` of a command's URL."""
         if "command" in fields:
             self._answer(200, "")
             await self.webhook.command(fields)
-            return
-        await self.webhook.act(payload)
-        self._answer(200, "")
+        elif "payload" in fields:
+            await self.webhook.act(payload)
+            self._answer(200, "")
+        elif fields.get("ssl_check") == "1":
+            self._answer(200, "")  # Slack trying the command URL's certificate: nothing to run
+        else:
+            self._answer(400, "the body is not JSON, nor a form with a JSON payload or a command")
 
 
 class SlackWebhook(WebhookListener):
