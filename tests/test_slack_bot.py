@@ -5,7 +5,9 @@ signed one too; the url_verification challenge is answered; a DM from the owner 
 message, grown by chat.update); a retry of the same event is answered once; a stranger gets a pairing code once;
 a SIGKILL mid-stream leaves one message, edited into the whole answer after the restart; a bot token Slack refuses
 (auth.test's invalid_auth) ends the start with one sentence naming slack.bot_token_env and exit code 1.
-One bot process for the module."""
+Slash commands: a signed one is acknowledged empty and answered in its chat (an owner-only one typed in a channel
+refused there), a wrongly signed one refused 401, a stranger's given the pairing code once, and the owner's
+/pair lets them in. One bot process for the module."""
 
 from __future__ import annotations
 
@@ -402,7 +404,9 @@ def test_a_slash_command_signed_wrongly_is_refused_and_reaches_nothing(running: 
     assert len(slack.calls("chat.postMessage")) == before + 1  # nothing for the refused /new
 
 
-def test_a_strangers_slash_command_gets_the_pairing_code_once_and_runs_nothing(running: Running) -> None:
+def test_a_strangers_slash_command_gets_the_pairing_code_once_and_the_owners_pair_lets_them_in(
+    running: Running,
+) -> None:
     slack, model = running.slack, running.model
     model.reset()
     stranger = "U0STRANGE2"
@@ -413,3 +417,10 @@ def test_a_strangers_slash_command_gets_the_pairing_code_once_and_runs_nothing(r
     [told] = [m["text"] for m in slack.posted(slack.dms[stranger])]
     assert "Ask the owner to approve code" in told
     assert model.chat_requests == [] and not _pending(running.workspace)
+    # The owner's /pair CODE in their DM lets them in: their next command is answered.
+    code = told.split("approve code ", 1)[1].split(" ", 1)[0]
+    assert slack.deliver_command(slack.slash(OWNER, f"/pair {code}")).status_code == 200
+    wait_until(lambda: any(stranger in m["text"] for m in slack.posted(slack.dms[OWNER])), what="the approval")
+    assert slack.deliver_command(slack.slash(stranger, "/nope")).status_code == 200
+    wait_until(lambda: len(slack.posted(slack.dms[stranger])) == 2, what="the paired one's answer")
+    assert slack.posted(slack.dms[stranger])[1]["text"].startswith("Unknown command /nope.")
