@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from datetime import datetime, timedelta, timezone
@@ -394,3 +395,24 @@ def test_at_readlines_prompt_a_text_is_printed_by_the_main_thread_woken_for_it()
     screen.print_at_prompt()
     showing.join(10)
     assert shown == [True, True] and out.getvalue() == f"{before}{CLEAR_LINE}⏰ drink\n\n{PROMPT}"
+
+
+def test_a_question_printed_at_the_prompt_counts_as_asked_though_its_answer_came_at_once() -> None:
+    """The question's event is the chat's ``asked``, which the main thread clears as soon as it reads the answer:
+    ``ask`` returned False ("the chat ended") when that answer came before the asking thread looked, and the
+    owner's "y" to a served client's call was declined (test_console_approve failed one run in three)."""
+    import threading
+
+    from messaging_llm_bot.channels.console.extras import Screen
+
+    screen = Screen(io.StringIO(), lambda: "")
+    asked, shown = threading.Event(), []
+    screen.before_prompt()  # the main thread is about to read: a question waits for the prompt
+    asking = threading.Thread(target=lambda: shown.append(screen.ask("Confirm? [y/N]", asked)))
+    asking.start()
+    wait_until(lambda: screen._waiting, what="the question waiting for the prompt")
+    with screen._lock:  # printed and answered before the asking thread can look
+        screen._print_waiting("you> ")
+        asked.clear()  # the main thread read "y": answer_question clears it
+    asking.join(10)
+    assert shown == [True] and "Confirm? [y/N]" in screen.out.getvalue()

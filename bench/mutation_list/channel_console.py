@@ -59,6 +59,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_console_tty.py",),
     ),
     Mutation(
+        "console-question-shown-read-from-its-event",
+        f"{BOT}/channels/console/extras.py",
+        "        return waiting.shown",
+        "        return waiting.printed.is_set()",
+        "a question answered at once after it is printed counts as not asked: the owner's yes is declined",
+        ("test_console_tty.py", "test_console_approve.py"),
+    ),
+    Mutation(
         "console-stop-typed-waits-its-turn",
         f"{BOT}/channels/console/chat.py",
         '    if text.lower() == "/stop":',

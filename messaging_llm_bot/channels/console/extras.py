@@ -274,11 +274,14 @@ def _clean(line: str, encoding: str) -> str:
 
 
 class _Waiting:
-    """A text waiting for the next gap between prompts; ``printed`` is set as it is printed."""
+    """A text waiting for the next gap between prompts; ``printed`` is set as it is printed. ``shown`` is what
+    ``show`` returns: ``printed`` may be a question's event, which the main thread clears as soon as it reads the
+    answer, before the thread that showed the question has looked."""
 
     def __init__(self, text: str, printed: threading.Event | None = None) -> None:
         self.text = text
         self.printed = printed or threading.Event()
+        self.shown = False
         self.done = threading.Event()
 
 
@@ -321,7 +324,7 @@ class Screen:
         while not waiting.done.is_set():
             self._wake_at_empty_prompt()
             waiting.done.wait(WAKE_SECONDS if self.wake is not None else None)
-        return waiting.printed.is_set()
+        return waiting.shown
 
     def _wake_at_empty_prompt(self) -> None:
         """Wake the main thread if it sits at an empty prompt (it looks again itself before it prints)."""
@@ -384,6 +387,7 @@ class Screen:
             self.out.write((CLEAR_LINE if prompt else "") + "".join(_block(one.text) for one in waiting) + prompt)
             self.out.flush()
         for one in waiting:
+            one.shown = True
             one.printed.set()
             one.done.set()
 
