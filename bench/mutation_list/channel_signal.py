@@ -58,7 +58,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "busy-signal-never-joins",
-        f"{BOT}/channels/signal/events.py",
+        f"{BOT}/channels/signal/service.py",
         "            joinable(msg),\n            queue=msg.chat,",
         "            False,\n            queue=msg.chat,",
         "busy mode steer does nothing on Signal",
@@ -74,15 +74,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "signal-mention-by-uuid-unseen",
-        f"{BOT}/channels/signal/events.py",
-        "        if not addressed_to_bot(msg, service.settings, service.account_uuid):",
-        "        if not addressed_to_bot(msg, service.settings):",
+        f"{BOT}/channels/signal/service.py",
+        "        if not addressed_to_bot(msg, self.settings, self.account_uuid):",
+        "        if not addressed_to_bot(msg, self.settings):",
         "a group message that mentions the bot by its UUID only counts as not addressed to it and is not answered",
         ("test_signal.py",),
     ),
     Mutation(
         "signal-command-to-the-model",
-        f"{BOT}/channels/signal/events.py",
+        f"{BOT}/channels/signal/service.py",
         '        if msg.kind() == "text" and msg.text.startswith("/"):',
         "        if False:",
         "a typed /help, /stop or /new on Signal is a message for the model: no command answers, /stop stops nothing",

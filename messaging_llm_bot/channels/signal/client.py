@@ -145,18 +145,6 @@ class SignalClient:
                 out.append(err)
         return out
 
-    async def own_uuid(self) -> str | None:
-        """The account's own UUID (ACI), asked as ``getUserStatus`` for its own number (signal-cli answers
-        ``[{"recipient", "number", "uuid", "isRegistered"}]``); None when the answer has none. Raises
-        SignalRpcError / SignalUnavailable."""
-        if not self.account:
-            return None
-        answer = await self.rpc("getUserStatus", {"recipient": [self.account]})
-        for status in answer if isinstance(answer, list) else []:  # one recipient asked: its status
-            if isinstance(status, dict) and isinstance(status.get("uuid"), str) and status["uuid"]:
-                return str(status["uuid"])
-        return None
-
     async def check(self) -> bool:
         """True when ``GET /api/v1/check`` answers 200."""
         try:

@@ -1,32 +1,44 @@
 """The Signal bot: starts its parts, reads the signal-cli event stream until stopped, and stops cleanly.
 
-Start-up: a lock file in the workspace (one Signal bot per workspace), replay of inbox items a
-crash left unanswered, reminders, scheduled jobs and the morning digest on an asyncio job queue,
-collectors in the background, then the event stream. The parts, one concept each: incoming events
-read, gated and stored, and commands answered (events), one turn (turn), what goes out (send: replies, notices,
-approvals' questions), the chats' queues (tasks).
+Start-up: a lock file in the workspace (one Signal bot per workspace), replay of inbox items a crash left
+unanswered, reminders, scheduled jobs and the morning digest through the process's scheduler, then the event
+stream. Each message of the stream: the allowlist first (a stranger is told their id once:
+conversation/strangers.py); the answer to an open confirmation question; commands (their texts:
+conversation/commands.py); otherwise the durable inbox, written before the next event is read, and a turn in the
+chat's FIFO (turn.py). A daemon that is down or goes away is logged once per outage and retried with backoff.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import logging
+from typing import Any
 
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.config.settings.chat import signal_id
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
-from messaging_llm_bot.channels.signal.events import EventReader
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.send import approvals
-from messaging_llm_bot.channels.signal.settings import PREFIX
-from messaging_llm_bot.channels.signal.turn import SignalTurns
+from messaging_llm_bot.channels.signal.settings import (
+    PREFIX,
+    SignalMessage,
+    addressed_to_bot,
+    chat_of_conversation,
+    is_bot,
+    parse_event,
+)
+from messaging_llm_bot.channels.signal.turn import SignalTurns, joinable
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
 from messaging_llm_bot.conversation.notices import ChannelNotices
-from messaging_llm_bot.conversation.outage import Outage
+from messaging_llm_bot.conversation.outage import Backoff, Outage
 from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.strangers import Strangers
+from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +55,7 @@ class SignalService(ChannelService):
     client: SignalClient
     inbox: Inbox
     turns: SignalTurns
+    intake: ChannelIntake
     notices: ChannelNotices
     outage: Outage  # the signal-cli daemon cannot be reached: said once, by the event stream or a send
     identities: Identities
@@ -50,19 +63,17 @@ class SignalService(ChannelService):
     strangers: Strangers
     account_uuid: str | None = None  # the account's own UUID: a mention or quote by UUID only is the bot
     _uuid_asked = False  # signal-cli answered the question (with a UUID or without)
+    _connected_once = False
     _consumer: asyncio.Task[None] | None = None
 
     def job_conversation(self, job: Job) -> str | None:
-        """The conversation a Signal job's runs go to (conversation/job_router.py decides which jobs are
-        Signal's): the owner's direct chat, never another chat whatever the row says."""
+        """The owner's direct chat, never another chat whatever the row says (conversation/job_router.py)."""
         owner = self.settings.owner_id
         return None if owner is None else PREFIX + owner
 
     @property
     def settings(self) -> SignalSettings:
-        """The ``signal`` record of the runtime's current records: a ``/reload`` (from this chat or another
-        frontend) changes the allowlist, the owner, the group mode and typing at once; the keys that need a
-        restart keep their running value there (assistant_framework/config/reloadable.py)."""
+        """The current ``signal`` record (a ``/reload`` changes it: assistant_framework/config/reloadable.py)."""
         return self.runtime.settings.signal
 
     def problem(self) -> str | None:
@@ -78,14 +89,14 @@ class SignalService(ChannelService):
         self.identities = await asyncio.to_thread(Identities, workspace)
         self.approvals = approvals(client)
         self.turns = self.shutdown.turns = SignalTurns(
-            self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
+            self.runtime, inbox, client, self.outage, self.identities, self.approvals
         )
         await self.learn_account_uuid()
         self.strangers = Strangers.told_once(self.runtime, "signal", REFUSED_LOG)
         await self.strangers.load()
         loop = asyncio.get_running_loop()
         self.notices = notices = self.owner_notices(self.turns.send_to, lambda: self.settings.owner_id)
-        events = EventReader(self)
+        self.intake = self.channel_intake(self.turns, hold=True, lost=_lost, queue_of=chat_of_conversation)
         how = "Send it a message to see your Signal id, then add it with"
         self.warn_if_no_one_allowed(self.settings.allowed, "signal.allowed", how, '["+NUMBER"]')
         log.info(
@@ -94,33 +105,38 @@ class SignalService(ChannelService):
             self.settings.base_url,
             list(self.settings.allowed_ids),
         )
-        events.intake.replay(PREFIX, self.turns.sent_by_owner)  # job runs, then messages oldest first (never refused)
+        self.intake.replay(PREFIX, self.turns.sent_by_owner)  # job runs, then messages oldest first (never refused)
         await self.join_jobs_sending(
             notices,
             inbox,
             owner_conversation=self.job_conversation,
-            start=events.intake.start_job,
+            start=self.intake.start_job,
             morning_digest=self.settings.morning_digest,
             ask_owner=self.approvals.owner_approver(lambda: self.settings.owner_id, loop),
         )
-        self._consumer = loop.create_task(events.consume())
+        self._consumer = loop.create_task(self.consume())
 
     async def learn_account_uuid(self) -> None:
-        """The account's own UUID from signal-cli (getUserStatus for its number): asked at start and, while the
-        daemon cannot be reached, again before the next event; unknown (a mention by number still counts) when
-        signal-cli cannot say."""
+        """The account's own UUID (ACI) from signal-cli: ``getUserStatus`` for its own number, answered as
+        ``[{"recipient", "number", "uuid", "isRegistered"}]``. Asked at start and, while the daemon cannot be
+        reached, again before the next event; unknown (a mention by number still counts) when signal-cli cannot
+        say."""
         if self._uuid_asked:
             return
         try:
-            uuid = await self.client.own_uuid()
+            answer = await self.client.rpc("getUserStatus", {"recipient": [self.settings.account]})
         except SignalUnavailable as err:
             self.outage.failed(err)  # logged once per outage, with the event stream's
             return
         except SignalRpcError as err:
             log.warning("signal: signal-cli did not give the account's UUID (%s)", err)
-            uuid = None
+            answer = None
         self._uuid_asked = True
-        if uuid is None:
+        statuses = answer if isinstance(answer, list) else []  # one recipient asked: its status
+        uuid = next(
+            (s["uuid"] for s in statuses if isinstance(s, dict) and isinstance(s.get("uuid"), str) and s["uuid"]), ""
+        )
+        if not uuid:
             log.warning("signal: the account's UUID is unknown: a mention or quote by UUID only is not seen")
         self.account_uuid = self.turns.account_uuid = signal_id(uuid) if uuid else None
 
@@ -132,3 +148,99 @@ class SignalService(ChannelService):
     async def close(self) -> None:
         if hasattr(self, "client"):  # made at the start
             await self.client.close()
+
+    # -- the event stream --------------------------------------------------------------------------------------
+
+    def _opened(self) -> None:
+        self.outage.ok()
+        if not self._connected_once:
+            self._connected_once = True
+            log.info("signal: connected to the signal-cli event stream at %s", self.settings.base_url)
+
+    async def consume(self) -> None:
+        """Read events until stopped; reconnect with backoff, logging an outage once."""
+        backoff = Backoff(self.backoff_max)
+        while not self.stopping:
+            opened = False
+
+            def on_open() -> None:
+                nonlocal opened
+                opened = True
+                backoff.reset()
+                self._opened()
+
+            try:
+                async for obj in self.client.events(on_open=on_open):
+                    await self.on_event(obj)
+                raise SignalUnavailable("the event stream ended")
+            except SignalUnavailable as err:
+                self.outage.failed(err)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a bug in one event must not end the stream for good
+                log.exception("signal: reading the event stream failed")
+            if not opened or self.outage.down:
+                await self.sleep(backoff.next())
+
+    async def on_event(self, obj: dict[str, Any]) -> None:
+        """One event of the stream: gate it, then a command, an approval's answer, or a stored message."""
+        await self.learn_account_uuid()  # a no-op once signal-cli answered; before, the daemon was down
+        msg = parse_event(obj)
+        if msg is None or is_bot(msg.number, msg.uuid, self.settings.account, self.account_uuid):
+            return
+        sender = self.identities.judge(msg, self.settings)
+        if not sender.allowed:
+            if sender.mismatch is None:  # a number that belongs to another account gets no answer at all
+                await self._refuse(msg)
+            return
+        if msg.number and msg.uuid and self.identities.pinned(msg.number) is None:
+            await asyncio.to_thread(self.identities.pin, msg, sender)  # the number's first message with an account
+        if sender.owner_chat(msg) and msg.kind() == "text" and self.approvals.resolve(msg.chat, msg.text):
+            return  # the answer to an open confirmation question, not a new message
+        owner = sender.owner  # in any chat: never refused over the limit, and first for a free slot
+
+        answer = functools.partial(self.turns.say_to, msg)
+        if msg.kind() == "text" and msg.text.startswith("/"):
+            decline = functools.partial(self.approvals.resolve, msg.chat, "no")  # an open question: declined
+            owner_data = sender.owner_chat(msg)
+            await self.intake.command(
+                msg.text, msg.conversation_id, answer, owner=owner, owner_data=owner_data, decline=decline
+            )
+            return
+        if not addressed_to_bot(msg, self.settings, self.account_uuid):
+            return
+        arrival = Arrival(
+            msg.source_id,
+            msg.conversation_id,
+            obj,
+            msg.sender,
+            owner,
+            msg.text,
+            msg.timestamp,
+            joinable(msg),
+            queue=msg.chat,
+        )
+
+        async def tell_held(text: str) -> None:  # in the chat's order
+            self.tasks.spawn(msg.chat, self.turns.say_to(msg, text), owner=owner, exempt=True)
+
+        await self.intake.take(arrival, answer, tell_held=tell_held)
+
+    async def _refuse(self, msg: SignalMessage) -> None:
+        """Tell a stranger their ids once, so the owner can allow them (conversation/strangers.py); in a group only
+        when they address the bot, whatever signal.group_mode says."""
+        addressed = addressed_to_bot(msg, dataclasses.replace(self.settings, group_mode="mention"), self.account_uuid)
+        ids = " / ".join(x for x in (msg.number, msg.uuid) if x)
+        refusal = not_allowed(f"Your Signal id is {ids}", "signal.allowed", this="this bot")
+        who, private = msg.uuid or msg.number or "?", msg.group_id is None
+        say = functools.partial(self.turns.say_to, msg)
+        await self.strangers.answer(who, refusal, say, private=private, addressed=addressed, pair_as=msg.sender)
+
+
+def _lost(arrival: Arrival) -> None:
+    log.warning(
+        "signal: stopped while the message %s from %s waited for the inbox: it is lost (signal-cli does not "
+        "deliver a message again); ask them to send it again",
+        arrival.message_id,
+        arrival.sender,
+    )

@@ -12,7 +12,6 @@ from typing import Any
 
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.config.settings.chat import SIGNAL_UUID, signal_id
-from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 E164_RE = re.compile(r"^\+[1-9][0-9]{6,14}$")
 MENTION_PLACEHOLDER = "\ufffc"  # Signal puts U+FFFC where a mention is, and lists the mentions apart
@@ -147,10 +146,4 @@ def recipient_params(chat: str) -> dict[str, Any]:
 
 def chat_of_conversation(conversation_id: str) -> str:
     """The chat id inside ``sig:<chat>``."""
-    return conversation_id[len(PREFIX) :] if conversation_id.startswith(PREFIX) else conversation_id
-
-
-def refusal_text(msg: SignalMessage) -> str:
-    """The one reply a stranger gets: their own ids, so the owner can allow them."""
-    ids = " / ".join(x for x in (msg.number, msg.uuid) if x)
-    return not_allowed(f"Your Signal id is {ids}", "signal.allowed", this="this bot")
+    return conversation_id.removeprefix(PREFIX)

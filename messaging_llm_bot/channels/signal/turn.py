@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from assistant_framework.config.settings import SignalSettings
@@ -57,7 +56,6 @@ class SignalTurns(ChatTurns):
         runtime: Runtime,
         inbox: Inbox,
         client: SignalClient,
-        settings_ref: Callable[[], SignalSettings],
         outage: Outage,
         identities: Identities,
         approvals: ReplyApprovals | None = None,
@@ -67,12 +65,11 @@ class SignalTurns(ChatTurns):
         self.platform = SignalOut(client, outage)
         self.identities = identities
         self.approvals = approvals
-        self._settings_ref = settings_ref
         self.account_uuid: str | None = None
 
     @property
     def settings(self) -> SignalSettings:
-        return self._settings_ref()
+        return self.runtime.settings.signal
 
     def address_of(self, conversation_id: str) -> Address:
         return Address(chat_of_conversation(conversation_id))
