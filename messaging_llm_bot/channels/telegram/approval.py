@@ -12,7 +12,6 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Callable
-from typing import Any
 
 import telegram
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
@@ -91,11 +90,5 @@ class TelegramApprovals:
         # "chat" on a question that did not offer it: this call only
         answer = answer_of_choice(choice) if self.questions.offered(token) or choice != "chat" else True
         taken = self.questions.answer(token, answer)
-        await _edit(query, chosen_text(answer) if taken else "This question has expired.")
-
-
-async def _edit(query: Any, text: str) -> None:
-    try:
-        await query.edit_message_text(text)
-    except TelegramError:
-        pass
+        with contextlib.suppress(TelegramError):
+            await query.edit_message_text(chosen_text(answer) if taken else "This question has expired.")

@@ -9,7 +9,6 @@ attachment (untrusted content). Kinds the bot cannot handle get a short reply sa
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 
 import telegram
 from telegram.constants import FileSizeLimit
@@ -50,13 +49,9 @@ def message_kind(message: telegram.Message) -> str:
     return "other"
 
 
-def files_of(bot: telegram.Bot, album: Sequence[telegram.Message]) -> list[FileIn]:
-    """The document, the largest photo or the voice note of each message (an album's, in order), with its own
-    caption, fetched from the Bot API when the turn reads them (conversation/media_in.py)."""
-    return [file_of(bot, message) for message in album]
-
-
 def file_of(bot: telegram.Bot, message: telegram.Message) -> FileIn:
+    """The message's document, largest photo or voice note, with its caption, fetched from the Bot API when the
+    turn reads it (conversation/media_in.py)."""
     kind = message_kind(message)
     media: telegram.Document | telegram.PhotoSize | telegram.Voice | None
     if kind == "document":

@@ -7,8 +7,10 @@ import logging
 
 import telegram
 
+from messaging_llm_bot.channels.telegram.format import MAX_MESSAGE_UTF16
 from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call
-from messaging_llm_bot.channels.telegram.send import edit_text_safely, fit_plain_text
+from messaging_llm_bot.channels.telegram.send import edit_text_safely
+from messaging_llm_bot.conversation.markup import fit_text
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +22,7 @@ class TelegramLive:
         self.bot, self.chat_id, self.topic = bot, chat_id, topic
 
     def fit(self, text: str) -> str:
-        return fit_plain_text(text)
+        return fit_text(text, MAX_MESSAGE_UTF16)
 
     async def send(self, text: str) -> int | None:
         try:

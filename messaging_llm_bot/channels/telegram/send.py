@@ -15,7 +15,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 
 from messaging_llm_bot.channels.telegram.format import MAX_MESSAGE_UTF16, plain_parts, render_markdown
 from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call, retry_after_seconds
-from messaging_llm_bot.channels.telegram.settings import telegram_chat_id, topic_in, topic_of
+from messaging_llm_bot.channels.telegram.settings import chat_of, topic_in, topic_of
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.markup import Entity, MessagePart, fit_text
 from messaging_llm_bot.conversation.outage import Backoff
@@ -114,11 +114,6 @@ def answering(update: telegram.Update) -> tuple[Address, str | None]:
     return address(chat.id, topic_of(message)), str(message.message_id) if chat.type != "private" else None
 
 
-def fit_plain_text(text: str, limit: int = MAX_MESSAGE_UTF16) -> str:
-    """Shorten ``text`` to ``limit`` UTF-16 units, ending with an ellipsis when cut."""
-    return fit_text(text, limit)
-
-
 async def edit_text_safely(
     bot: telegram.Bot,
     chat_id: int,
@@ -131,7 +126,7 @@ async def edit_text_safely(
     """Edit a sent message to ``text`` (formatted by ``entities``: plain again when Telegram refuses them);
     True if it shows that text, never raises. ``optional`` edits (progress) give way to replies under load
     (``ratelimit.BudgetSkipped``: False, nothing sent)."""
-    text = fit_plain_text(text)
+    text = fit_text(text, MAX_MESSAGE_UTF16)
     if not text.strip():
         return False
     extra = optional_call(bot) if optional else {}
@@ -179,7 +174,7 @@ async def send_to(bot: telegram.Bot, chat_id: str, text: str, conversation: obje
     ``conversation``'s forum topic, the chat's General once that topic is gone; ``DeliveryError`` (for good when
     Telegram refused it: the user blocked the bot, chat not found) when it did not arrive."""
     try:
-        target = telegram_chat_id(chat_id)
+        target = chat_of(chat_id.strip())
     except ValueError:
         raise DeliveryError(f"{chat_id!r} is not a Telegram chat id", for_good=True) from None
 

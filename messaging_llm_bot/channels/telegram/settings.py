@@ -59,7 +59,8 @@ def conversation_id(chat_id: int, topic: int | None = None) -> str:
 
 
 def chat_of(conversation: str) -> int:
-    """The chat id of a conversation id (``tg:-1005:12`` -> ``-1005``); ValueError for another form."""
+    """The chat id of a conversation id (``tg:-1005:12`` -> ``-1005``), or of a chat id as a row typed by hand may
+    say it (``7``); ValueError for another form."""
     return int(conversation.removeprefix("tg:").split(":", 1)[0])
 
 
@@ -96,13 +97,6 @@ def album_key(item: InboxItem) -> str | None:
     message = item.payload.get("message")
     group = message.get("media_group_id") if isinstance(message, dict) else None
     return f"{item.conversation_id}|{group}" if group else None
-
-
-def telegram_chat_id(chat_id: int | str | None) -> int:
-    """A chat id as Telegram takes it: ``123``, ``"123"`` or ``"tg:123"`` (as a row typed by hand may say);
-    ValueError otherwise."""
-    text = str(chat_id).strip()
-    return int(text[3:] if text.startswith("tg:") else text)
 
 
 def message_of(update: telegram.Update) -> telegram.Message:

@@ -25,7 +25,7 @@ from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.format import CAPABILITIES
-from messaging_llm_bot.channels.telegram.media import MAX_DOWNLOAD_BYTES, files_of, message_kind
+from messaging_llm_bot.channels.telegram.media import MAX_DOWNLOAD_BYTES, file_of, message_kind
 from messaging_llm_bot.channels.telegram.progress import TelegramLive
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
@@ -170,7 +170,8 @@ class TelegramTurns(ChatTurns):
         bot, kind = self.bot, message_kind(message)
         # Someone else's words passed on by the user (a forward, an inline bot's text): data, never instructions.
         origin = outside_origin(message)
-        files = files_of(bot, [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)])
+        album = [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)]
+        files = [file_of(bot, one) for one in album]  # each with its own caption, in order
         settings = self.runtime.settings
         save = files_saver(files, settings, limit=MAX_DOWNLOAD_BYTES, source="Telegram", origin=origin or "")
 
