@@ -43,13 +43,6 @@ def retry_after_seconds(value: int | float | timedelta) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
-def is_optional(endpoint: str, rate_limit_args: Any) -> bool:
-    """True for calls that may be skipped under load (typing, progress message and edits)."""
-    if endpoint in _ALWAYS_OPTIONAL:
-        return True
-    return isinstance(rate_limit_args, dict) and bool(rate_limit_args.get("optional"))
-
-
 def optional_call(bot: Any) -> dict[str, Any]:
     """Keyword arguments that mark a Bot call optional (empty when the bot has no such limiter)."""
     return (
@@ -92,10 +85,9 @@ class ReplyFirstRateLimiter(BaseRateLimiter[dict[str, Any]]):
     ) -> Any:
         """Apply the limits to one Bot API call (see the module docstring)."""
         chat_id = data.get("chat_id")
+        optional = endpoint in _ALWAYS_OPTIONAL or bool((rate_limit_args or {}).get("optional"))
         # Not a message to a chat (getMe, setMyCommands, answerCallbackQuery...): no budget of its own.
-        if chat_id is not None and not await self.budget.take(
-            group_of(chat_id), is_optional(endpoint, rate_limit_args)
-        ):
+        if chat_id is not None and not await self.budget.take(group_of(chat_id), optional):
             raise BudgetSkipped(endpoint)
         await self.budget.wait_pause()
         try:

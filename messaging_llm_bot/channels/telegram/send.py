@@ -174,7 +174,7 @@ async def send_to(bot: telegram.Bot, chat_id: str, text: str, conversation: obje
     ``conversation``'s forum topic, the chat's General once that topic is gone; ``DeliveryError`` (for good when
     Telegram refused it: the user blocked the bot, chat not found) when it did not arrive."""
     try:
-        target = chat_of(chat_id.strip())
+        target = chat_of(str(chat_id).strip())
     except ValueError:
         raise DeliveryError(f"{chat_id!r} is not a Telegram chat id", for_good=True) from None
 

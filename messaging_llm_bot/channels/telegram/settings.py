@@ -34,11 +34,8 @@ def bot_api_urls(address: str) -> tuple[str, str]:
             f"{address!r} is not a Bot API server address (write it as http://HOST:PORT, e.g. http://127.0.0.1:8081; "
             "the /bot at its end may be left out)"
         )
-    root = f"{match.group(1)}://{match.group(2)}"
-    path = (match.group(3) or "").rstrip("/")
-    if path.endswith("/bot"):
-        path = path[: -len("/bot")]
-    return f"{root}{path}/bot", f"{root}{path}/file/bot"
+    root = f"{match.group(1)}://{match.group(2)}{(match.group(3) or '').rstrip('/').removesuffix('/bot')}"
+    return f"{root}/bot", f"{root}/file/bot"
 
 
 def api_urls(telegram: TelegramSettings) -> tuple[str, str]:

@@ -47,6 +47,7 @@ from messaging_llm_bot.conversation.albums import Albums
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.markup import fit_text
 from messaging_llm_bot.conversation.media_in import files_saver, transcribe_file
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -263,7 +264,6 @@ def _label(name: str) -> str:
     return " ".join(str(name).replace("[", "(").replace("]", ")").split())[:80] or "someone"
 
 
-def _excerpt(message: telegram.Message, limit: int = 60) -> str:
+def _excerpt(message: telegram.Message) -> str:
     """The start of a user's message, to name it in a log line."""
-    text = " ".join((message.text or message.caption or f"<{message_kind(message)}>").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return fit_text(" ".join((message.text or message.caption or f"<{message_kind(message)}>").split()), 60)
