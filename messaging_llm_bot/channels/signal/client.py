@@ -6,7 +6,6 @@
 - ``GET /api/v1/events``: Server-Sent Events (read by httpx-sse); ``events()`` yields each receive object
   ``{"envelope": ..., "account": ...}``. The stdio/socket form (a JSON-RPC ``receive`` notification,
   also wrapped in ``{"subscription": n, "result": ...}``) is unwrapped to the same object.
-- ``GET /api/v1/check``: ``check()`` is True when the daemon answers 200.
 """
 
 from __future__ import annotations
@@ -110,8 +109,6 @@ class SignalClient:
             )
         except httpx.HTTPError as err:
             raise SignalUnavailable(f"signal-cli at {self.base_url} is not reachable: {type(err).__name__}") from err
-        if resp.status_code == 201:
-            return None
         if resp.status_code != 200:
             raise SignalUnavailable(f"signal-cli at {self.base_url} answered HTTP {resp.status_code}")
         try:
@@ -144,14 +141,6 @@ class SignalClient:
             except (SignalRpcError, SignalUnavailable) as err:
                 out.append(err)
         return out
-
-    async def check(self) -> bool:
-        """True when ``GET /api/v1/check`` answers 200."""
-        try:
-            resp = await self._http.get(f"{self.base_url}/api/v1/check", timeout=5.0)
-        except httpx.HTTPError:
-            return False
-        return resp.status_code == 200
 
     async def events(
         self, read_timeout: float = 60.0, on_open: Callable[[], None] | None = None

@@ -1,5 +1,5 @@
-"""The doctor's Signal checks, when ``signal.enabled``: the signal-cli daemon (it answers ``/api/v1/check``
-and names its version over JSON-RPC, through the channel's own client) and the allowlist. The config check
+"""The doctor's Signal checks, when ``signal.enabled``: the signal-cli daemon (it names its version over JSON-RPC,
+through the channel's own client) and the allowlist. The config check
 already requires ``signal.account`` when Signal is enabled."""
 
 from __future__ import annotations
@@ -31,13 +31,10 @@ async def _probe(base_url: str, account: str) -> tuple[bool, str]:
     """(answered, the daemon's version or why not) for the daemon at ``base_url``."""
     client = SignalClient(base_url, account, timeout=PROBE_SECONDS)
     try:
-        if not await client.check():
-            return False, "GET /api/v1/check did not answer 200"
-        try:
-            version = await client.rpc("version")
-        except (SignalRpcError, SignalUnavailable) as err:
-            return False, f"the version call failed: {err}"
-        number = version.get("version") if isinstance(version, dict) else None
-        return True, f"signal-cli {number or '(version unknown)'}"
+        version = await client.rpc("version")
+    except (SignalRpcError, SignalUnavailable) as err:
+        return False, f"the version call failed: {err}"
     finally:
         await client.close()
+    number = version.get("version") if isinstance(version, dict) else None
+    return True, f"signal-cli {number or '(version unknown)'}"

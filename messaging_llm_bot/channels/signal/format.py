@@ -8,10 +8,8 @@ attachment, so replies are split below that on paragraph, line, sentence and wor
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from messaging_llm_bot.channels.contract import Capabilities
-from messaging_llm_bot.conversation.markup import Entity, render_parts, utf8_bytes
+from messaging_llm_bot.conversation.markup import Entity, MessagePart, render_parts, utf8_bytes
 
 MAX_MESSAGE_BYTES = 2000  # signal-cli ServiceConfig.MAX_MESSAGE_SIZE_BYTES
 
@@ -37,14 +35,6 @@ STYLE_OF = {
 }
 
 
-@dataclass
-class SignalPart:
-    """One Signal message: its text and ``textStyle`` strings."""
-
-    text: str
-    styles: list[str] = field(default_factory=list)
-
-
 def styles_of(entities: list[Entity]) -> list[str]:
     """Signal ``textStyle`` strings for the entities that have a Signal style."""
     out = []
@@ -57,7 +47,6 @@ def styles_of(entities: list[Entity]) -> list[str]:
     return out
 
 
-def render_signal(markdown: str, limit: int = MAX_MESSAGE_BYTES) -> list[SignalPart]:
-    """Render Markdown to Signal parts of at most ``limit`` UTF-8 bytes; never returns an empty part."""
-    parts = render_parts(markdown, limit, utf8_bytes, links_inline=True)
-    return [SignalPart(part.text, styles_of(part.entities)) for part in parts]
+def render_signal(markdown: str, limit: int = MAX_MESSAGE_BYTES) -> list[MessagePart]:
+    """Render Markdown to parts of at most ``limit`` UTF-8 bytes (their styles: ``styles_of``); never an empty part."""
+    return render_parts(markdown, limit, utf8_bytes, links_inline=True)

@@ -1,18 +1,6 @@
-"""Who sent a Signal message: the account (ACI UUID) is the identity; a phone number is only a claim.
-
-Signal authenticates the sender's account UUID; the number beside it is what signal-cli's own
-store says that account's number is, and a number can change hands (a recycled number, a new SIM,
-a confused store). So an allowed number is pinned to the account UUID of its first message that
-carries one (``state/signal/identities.json``, one number per account). From then on:
-
-- a message with that number from another account, or from a pinned account with another number,
-  is refused whatever the allowlist says (its chat would be the number's) and logged (WARNING once
-  per number and account, then INFO); it gets no answer;
-- a number with no account on record (and an account with no number on record) is trusted as it is;
-- a message whose number is hidden is matched by its UUID, and counts as the number pinned to it.
-
-To accept a new account for a number (the owner re-registered Signal), delete the number's entry
-from the file; the next message from the number pins it again.
+"""Who sent a Signal message: the account (ACI UUID) is the identity, a phone number only a claim (numbers change
+hands), so an allowed number is pinned to the account of its first message that carries one. The rules and how to
+accept a new account for a number: docs/signal.md, "Identity".
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.send import approvals
+from messaging_llm_bot.channels.signal.send import SignalOut
 from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
     SignalMessage,
@@ -87,10 +87,9 @@ class SignalService(ChannelService):
         self.client = client = SignalClient(self.settings.base_url, self.settings.account)
         self.inbox = inbox = await asyncio.to_thread(Inbox, workspace)
         self.identities = await asyncio.to_thread(Identities, workspace)
-        self.approvals = approvals(client)
-        self.turns = self.shutdown.turns = SignalTurns(
-            self.runtime, inbox, client, self.outage, self.identities, self.approvals
-        )
+        out = SignalOut(client, self.outage)
+        self.approvals = ReplyApprovals("signal", out.ask)
+        self.turns = self.shutdown.turns = SignalTurns(self.runtime, inbox, out, self.identities, self.approvals)
         await self.learn_account_uuid()
         self.strangers = Strangers.told_once(self.runtime, "signal", REFUSED_LOG)
         await self.strangers.load()

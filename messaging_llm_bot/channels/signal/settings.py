@@ -6,6 +6,7 @@ Pure functions only: no network, no files.
 
 from __future__ import annotations
 
+import mimetypes
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,6 @@ class SignalMessage:
 
     number: str | None
     uuid: str | None
-    name: str
     timestamp: int
     text: str
     group_id: str | None = None
@@ -74,6 +74,15 @@ def attachment_kind(att: dict[str, Any]) -> str:
     return "document"
 
 
+def attachment_name(att: dict[str, Any], msg: SignalMessage) -> str:
+    """The file name to save under: the sender's name for it, else one made from kind and timestamp."""
+    if att.get("filename"):
+        return str(att["filename"])
+    stored = str(att.get("id") or "")  # signal-cli's file: the id and the extension of the type, where it knows one
+    ext = stored.rpartition(".")[2] if "." in stored else mimetypes.guess_extension(str(att.get("contentType")))
+    return f"{attachment_kind(att)}-{msg.timestamp}.{(ext or 'bin').lstrip('.')}"
+
+
 def parse_event(obj: dict[str, Any]) -> SignalMessage | None:
     """The data message of a receive object, or None (receipts, typing, sync, reactions, edits, group updates)."""
     env = obj.get("envelope") if isinstance(obj, dict) else None
@@ -93,7 +102,6 @@ def parse_event(obj: dict[str, Any]) -> SignalMessage | None:
     return SignalMessage(
         number=env.get("sourceNumber") or (env.get("source") if E164_RE.match(str(env.get("source") or "")) else None),
         uuid=signal_id(str(env["sourceUuid"])) if env.get("sourceUuid") else None,
-        name=str(env.get("sourceName") or ""),
         timestamp=int(data.get("timestamp") or env["timestamp"]),
         text=text,
         group_id=group.get("groupId") if isinstance(group, dict) else None,

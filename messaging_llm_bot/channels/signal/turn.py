@@ -9,30 +9,33 @@ retried with backoff (the reply is already in the inbox), until the bot stops.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.channels.contract import Address, DeliveryError
-from messaging_llm_bot.channels.signal import media
-from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.channels.signal.client import SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.format import CAPABILITIES
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.send import SignalOut, quote_of, typing
+from messaging_llm_bot.channels.signal.send import SignalOut, quote_of
 from messaging_llm_bot.channels.signal.settings import (
     SignalMessage,
+    attachment_kind,
+    attachment_name,
     chat_of_conversation,
     model_text,
     parse_event,
     recipient_params,
 )
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
-from messaging_llm_bot.conversation.attachments import unsupported_text
+from messaging_llm_bot.conversation.attachments import sanitize_name, unsupported_text
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.item_turns import SendLater
-from messaging_llm_bot.conversation.media_in import files_saver, transcribe_file
-from messaging_llm_bot.conversation.outage import Outage
+from messaging_llm_bot.conversation.media_in import FileIn, files_saver, transcribe_file
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received
 from messaging_llm_bot.conversation.voice import VoiceNote
@@ -55,14 +58,12 @@ class SignalTurns(ChatTurns):
         self,
         runtime: Runtime,
         inbox: Inbox,
-        client: SignalClient,
-        outage: Outage,
+        platform: SignalOut,
         identities: Identities,
         approvals: ReplyApprovals | None = None,
     ) -> None:
         super().__init__(runtime, inbox, "signal")
-        self.client, self.outage = client, outage
-        self.platform = SignalOut(client, outage)
+        self.platform, self.client = platform, platform.client
         self.identities = identities
         self.approvals = approvals
         self.account_uuid: str | None = None
@@ -95,7 +96,7 @@ class SignalTurns(ChatTurns):
         """The read receipt and "typing…" in one batch request, then typing while the model works."""
         signal = parse_event(item.payload)
         shown = signal is not None and await self._receipt_and_typing(signal)
-        return typing(self.client, msg.to.chat_id, self.settings.typing, shown=shown)
+        return self.platform.typing(msg.to.chat_id, self.settings.typing, shown)
 
     async def _receipt_and_typing(self, msg: SignalMessage) -> bool:
         """Mark the message read and show "typing…", in one batch request; True when typing went out."""
@@ -140,23 +141,50 @@ class SignalTurns(ChatTurns):
         await self.say(Address(msg.chat), text, quote_of(msg) if msg.group_id else None)
 
     async def send_voice(self, to: Address, index: int, note: VoiceNote) -> None:
-        await media.send_attachment(self.client, to.chat_id, note.audio, "audio/ogg", f"reply-{index + 1}.ogg")
+        await self.platform.send_attachment(to.chat_id, note.audio, "audio/ogg", f"reply-{index + 1}.ogg")
 
     def _received(self, msg: SignalMessage) -> Received:
-        """What the model reads of ``msg``, by its kind (ChannelTurns.read)."""
-        kind, files = msg.kind(), media.files_of(self.client, msg)
+        """What the model reads of ``msg``, by its kind (ChannelTurns.read): every attachment (one message may carry
+        several photos and files; the caption with the first), fetched from signal-cli when the turn reads it."""
+        kind = msg.kind()
+        files = [
+            FileIn(
+                attachment_name(att, msg),
+                attachment_kind(att),
+                att.get("contentType"),
+                att.get("size") if isinstance(att.get("size"), int) else None,
+                functools.partial(self._fetch, att, msg),
+                (msg.text or "") if index == 0 else "",
+            )
+            for index, att in enumerate(msg.attachments)
+        ]
         save = files_saver(files, self.runtime.settings, limit=self.MAX_FILE_BYTES, source="signal-cli")
-        # A recording from elsewhere, passed on: someone else's words, quoted by the agent under this label.
-        name = media.audio_file_name(msg.attachments[0]) if kind == "voice" else None
+        # Signal marks no forwards, but a voice note recorded in the chat travels without a file name, and an audio
+        # file passed on (a voicemail, someone's recording) keeps its own: someone else's words, quoted by the agent
+        # under this label.
+        name = msg.attachments[0].get("filename") if kind == "voice" else None
         return Received(
             kind,
             model_text(msg, self.settings.account, self.account_uuid) if kind == "text" else "",
             save,
             lambda config: transcribe_file(files[0], config, self.MAX_FILE_BYTES),
             lambda text: self.say_to(msg, text),  # the transcript, as it was understood
-            f"Audio file {name} (transcript)" if name is not None else None,
+            f"Audio file {sanitize_name(str(name))} (transcript)" if name else None,
             unsupported_text(kind),
         )
+
+    async def _fetch(self, att: dict[str, Any], msg: SignalMessage, _limit: int) -> bytes | str:
+        """The attachment's bytes (signal-cli downloaded it whole as the message came; ``getAttachment`` gives it
+        base64-encoded), or an error text for the user. The model gets where it was saved, never the bytes."""
+        params = {"id": att.get("id")}
+        params.update({"groupId": msg.group_id} if msg.group_id else {"recipient": msg.sender})
+        try:
+            result = await self.client.rpc("getAttachment", params)
+            return base64.b64decode(str((result or {}).get("data") or ""), validate=True)
+        except (SignalRpcError, SignalUnavailable) as err:
+            return f"Getting the file from signal-cli failed: {err}"
+        except (binascii.Error, ValueError, AttributeError):
+            return "signal-cli returned the file in a form I cannot read."
 
 
 def joinable(msg: SignalMessage) -> bool:
