@@ -38,6 +38,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a bot on Signal only is warned about Telegram's token and empty allowlist (noise where nothing is wrong)",
         ("test_doctor.py",),
     ),
+    # -- Telegram's sends: the rate budget's optional calls, edits within one message ---------------------------
+    Mutation(
+        "telegram-optional-edits-take-the-reply-budget",
+        f"{BOT}/channels/telegram/ratelimit.py",
+        '        optional = endpoint in _ALWAYS_OPTIONAL or bool((rate_limit_args or {}).get("optional"))',
+        "        optional = endpoint in _ALWAYS_OPTIONAL",
+        "progress edits and status messages marked optional wait for the budget like replies and delay them",
+        ("test_telegram_ratelimit.py",),
+    ),
+    Mutation(
+        "telegram-edit-not-cut-to-one-message",
+        f"{BOT}/channels/telegram/send.py",
+        "    text = fit_text(text, MAX_MESSAGE_UTF16)\n",
+        "",
+        "an edit longer than one message (a long stream) is refused by Telegram: the live message stops growing",
+        ("test_telegram_format.py",),
+    ),
     Mutation(
         "busy-never-joins",
         f"{BOT}/channels/telegram/intake.py",

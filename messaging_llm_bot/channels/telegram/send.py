@@ -236,8 +236,6 @@ class TelegramOut:
         (``sendDocument``); raises ``TelegramError`` when the Bot API refuses."""
         data = await asyncio.to_thread(file.path.read_bytes)
         upload, caption, topic = InputFile(data, filename=file.path.name), file.caption or None, topic_number(to)
-        if file.kind == "photo" and len(data) <= MAX_PHOTO_BYTES:
-            sent = await self.bot.send_photo(int(to.chat_id), upload, caption=caption, message_thread_id=topic)
-        else:
-            sent = await self.bot.send_document(int(to.chat_id), upload, caption=caption, message_thread_id=topic)
+        send = self.bot.send_photo if file.kind == "photo" and len(data) <= MAX_PHOTO_BYTES else self.bot.send_document
+        sent = await send(int(to.chat_id), upload, caption=caption, message_thread_id=topic)
         return Sent((str(sent.message_id),))
