@@ -121,39 +121,34 @@ def is_command(message: telegram.Message) -> bool:
     )
 
 
-def command_parts(message: telegram.Message) -> tuple[str, str] | None:
-    """``(name, bot)`` of the command a message starts with, read the way python-telegram-bot's
-    CommandHandler reads it (the ``bot_command`` entity, not the words): ``/Stop@Bot!`` -> ``("stop", "bot")``.
-    None when the message is not a command. ``bot`` is "" without an ``@target``."""
+def command_parts(message: telegram.Message) -> tuple[str, str, str] | None:
+    """``(name, bot, rest)`` of the command a message starts with, read from its ``bot_command`` entity (not the
+    words): ``/Stop@Bot! now`` -> ``("Stop", "bot", "now")``; ``bot`` is "" without an ``@target``, ``rest`` the
+    words after the first. None when the message is not a command."""
     if not is_command(message):
         return None
-    command = (message.text or "")[1 : message.entities[0].length]
-    name, _, target = command.partition("@")
-    return name.lower(), target.lower()
+    text = message.text or ""
+    name, _, target = text[1 : message.entities[0].length].partition("@")
+    return name, target.lower(), " ".join(text.split(None, 1)[1:])
 
 
 def command_name(message: telegram.Message) -> str | None:
     """The command a message starts with (``/Stop@bot now`` -> ``stop``), or None."""
     parts = command_parts(message)
-    return None if parts is None else parts[0]
+    return None if parts is None else parts[0].lower()
 
 
 def command_line(message: telegram.Message) -> str:
-    """A command message as the shared commands read it (conversation/commands.py): the name from the
-    ``bot_command`` entity, without its ``@bot`` (``/Stop@Bot!`` -> ``/Stop``), then the words after the first
-    (``/model@bot small`` -> ``/model small``); "" when the message is not a command."""
-    if not is_command(message):
-        return ""
-    text = message.text or ""
-    words = text.split(None, 1)
-    name = text[1 : message.entities[0].length].partition("@")[0]
-    return f"/{name} {words[1] if len(words) > 1 else ''}".strip()
+    """A command message as the shared commands read it (conversation/commands.py): the name without its ``@bot``
+    (``/Stop@Bot!`` -> ``/Stop``), then the rest (``/model@bot small`` -> ``/model small``); "" for no command."""
+    parts = command_parts(message)
+    return "" if parts is None else f"/{parts[0]} {parts[2]}".strip()
 
 
 def for_other_bot(message: telegram.Message, bot_username: str) -> bool:
     """True for ``/cmd@otherbot``: a command addressed to another bot in the chat (not ours to answer)."""
     parts = command_parts(message)
-    return parts is not None and bool(parts[1]) and parts[1] != (bot_username or "").lower()
+    return parts is not None and parts[1] not in ("", (bot_username or "").lower())
 
 
 def mentions_bot(message: telegram.Message, bot_username: str) -> bool:
