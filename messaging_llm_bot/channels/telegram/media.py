@@ -1,10 +1,6 @@
 """Non-text Telegram messages: what kind each is, and its document, photo or voice note as conversation/media_in.py
-fetches it (saved to ``inbox/<date>/`` and read for the model, or transcribed), from the Bot API.
-
-The model never sees file bytes; it is told where the file was saved and the caption, as an
-attachment (untrusted content). Kinds the bot cannot handle get a short reply saying so
-(conversation/attachments.py's ``unsupported_text``).
-"""
+fetches it from the Bot API (what the model is told of a file, and the reply to a kind the bot cannot take:
+conversation/attachments.py)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """Answer one durable inbox item from Telegram on conversation/chat_turns.py's turn: the message read (its album,
 its forum topic, someone else's words marked), the live message (conversation/progress.py: status, the streamed
 answer by edits), the owner's buttons for an ``ask`` call, the reply delivered through the ledger, spoken where
-the chat asks for it.
-
-Used for live messages, the start-up replay of items a crash left unanswered and job runs; the caller
-holds the chat's lock so the messages of one chat are answered in order.
+the chat asks for it; a job run's reply in the topic the job was made in.
 """
 
 from __future__ import annotations
@@ -44,6 +41,7 @@ from messaging_llm_bot.channels.telegram.settings import (
     topic_of,
 )
 from messaging_llm_bot.conversation.albums import Albums
+from messaging_llm_bot.conversation.attachments import unsupported_text
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.job_answer import answer_job_run
@@ -190,7 +188,7 @@ class TelegramTurns(ChatTurns):
             lambda config: transcribe_file(files[0], config, MAX_DOWNLOAD_BYTES),
             echo,
             f"{label} {origin}" if label and origin else None,  # the agent quotes it under this label
-            f"Sorry, I can't handle a {kind} message.",
+            unsupported_text(kind),
         )
 
     async def send_voice(self, to: Address, index: int, note: VoiceNote) -> None:
