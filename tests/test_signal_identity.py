@@ -108,3 +108,16 @@ def test_another_account_with_the_owners_number_cannot_answer_the_owners_questio
     assert "Commands:" in daemon.wait_sent(3)[2]["message"]
     assert not workspace.exists("notes/groceries.md")
     assert len(daemon.sent) == 3 and len(chat_server.chat_requests) == 2
+
+
+def test_a_damaged_identities_file_is_moved_aside_and_numbers_are_pinned_anew(start, daemon, workspace, caplog):
+    """Through the bot: what the record said is kept for a human, one warning, and the owner is served and pinned."""
+    workspace.write_text(IDENTITIES, "{not json")
+    caplog.set_level(logging.WARNING, logger="messaging_llm_bot.channels.signal")
+    start()
+    daemon.message(OWNER, "/now")
+    daemon.wait_sent(1)
+    [aside] = workspace.list(f"{IDENTITIES}.broken-*")
+    assert workspace.read_text(aside) == "{not json"
+    assert json.loads(workspace.read_text(IDENTITIES)) == {OWNER: OWNER_ACCOUNT}
+    assert sum("numbers are pinned to accounts anew" in r.getMessage() for r in caplog.records) == 1

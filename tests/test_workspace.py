@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -278,6 +279,23 @@ def test_move_aside_keeps_the_damaged_file_under_a_new_name(ws: Workspace) -> No
     )
     assert ws.path(first).read_bytes() == b"\x00damaged" and ws.path(second).read_bytes() == b"\x00damaged again"
     assert not ws.exists("state/cache.db")
+
+
+@pytest.mark.parametrize("damaged", [b"{not json", b"[1, 2]", b'{"a": "\xff"}'])
+def test_read_state_moves_a_damaged_file_aside_and_starts_afresh(ws: Workspace, damaged: bytes, caplog) -> None:
+    """Signal's identities, Matrix's sync state and email's cursor: a state file that is not UTF-8, not JSON or
+    not an object is kept for a human under a new name, said once, and read as empty; a missing one is empty."""
+    log = logging.getLogger("tests.read_state")
+    assert ws.read_state("state/x.json", log, "x: starting afresh") == {} and not caplog.records
+    ws.write_json("state/x.json", {"kept": 1})
+    assert ws.read_state("state/x.json", log, "x: starting afresh") == {"kept": 1}
+    ws.path("state/x.json").write_bytes(damaged)
+    with caplog.at_level(logging.WARNING, logger="tests.read_state"):
+        assert ws.read_state("state/x.json", log, "x: starting afresh") == {}
+    [aside] = ws.list("state/x.json.broken-*")
+    assert ws.path(aside).read_bytes() == damaged and not ws.exists("state/x.json")
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line.startswith("x: starting afresh (") and aside in line
 
 
 def test_move_aside_never_overwrites_an_earlier_copy_of_the_same_second(ws: Workspace) -> None:

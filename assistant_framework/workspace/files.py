@@ -8,6 +8,7 @@ opens one without creating it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -128,6 +129,19 @@ class Workspace:
             raise ValueError(
                 f"workspace file {rel!r} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from None
+
+    def read_state(self, rel: str, log: logging.Logger, fresh: str) -> JsonObject:
+        """A state file's JSON object, ``{}`` when it is missing. A damaged one (unreadable, not UTF-8, not JSON, not
+        an object) is moved aside (``move_aside``), said as a WARNING in ``log`` (``fresh``: what starts afresh, as the
+        caller's line says it), and ``{}`` returned: state the code can rebuild never stops a start."""
+        try:
+            data = self.read_json(rel, default={})
+            if not isinstance(data, dict):
+                raise ValueError(f"workspace file {rel!r} is not a JSON object")
+        except (ValueError, OSError) as err:
+            log.warning("%s (%s; moved aside to %s)", fresh, err, self.move_aside(rel))
+            return {}
+        return data
 
     def read_jsonl(self, rel: str) -> list[JsonObject]:
         """All JSON objects of a JSONL file, skipping blank, torn or non-UTF-8 lines."""

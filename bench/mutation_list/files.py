@@ -58,6 +58,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         "alike, so resolve() finds no link either and returns the same joined path (it survived at b63123e too)",
     ),
     Mutation(
+        "files-state-not-an-object-kept",
+        f"{AF}/workspace/files.py",
+        "            if not isinstance(data, dict):\n                raise ValueError",
+        "            if False:\n                raise ValueError",
+        "a state file that is JSON but not an object (Signal's identities, Matrix's sync state) is handed on as if "
+        "it were one",
+        ("test_workspace.py",),
+    ),
+    Mutation(
         "files-list-no-check",
         f"{AF}/workspace/files.py",
         "self.path(rel)\n            except WorkspacePathError:",

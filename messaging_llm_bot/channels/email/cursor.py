@@ -45,13 +45,9 @@ class Cursor:
         self.position = self._load()
 
     def _load(self) -> Position | None:
-        try:
-            data = self.ws.read_json(CURSOR_FILE)
-        except ValueError as err:  # damaged: moved aside, and the next look starts where the folder is
-            log.warning("email: %s; moved aside, mail already in the folder is not answered", err)
-            self.ws.move_aside(CURSOR_FILE)
-            return None
-        if not isinstance(data, dict) or data.get("folder") != self.folder:
+        # Damaged: moved aside, and the next look starts where the folder is.
+        data = self.ws.read_state(CURSOR_FILE, log, "email: mail already in the folder is not answered")
+        if data.get("folder") != self.folder:
             return None
         try:
             return Position(self.folder, int(data["uidvalidity"]), int(data["last_uid"]), str(data["checked_at"]))

@@ -47,14 +47,7 @@ class StateFile:
             note_owner_chat(workspace, "matrix", conversation_of(self.state.owner_room))
 
     def _read(self) -> MatrixState:
-        try:
-            raw = self.workspace.read_json(STATE_FILE, default={})
-        except (ValueError, OSError) as err:
-            aside = self.workspace.move_aside(STATE_FILE)
-            log.warning("matrix: %s; moved aside to %s, starting without a sync position", err, aside)
-            raw = {}
-        if not isinstance(raw, dict):
-            raw = {}
+        raw = self.workspace.read_state(STATE_FILE, log, "matrix: starting without a sync position")
 
         def text(key: str) -> str | None:
             value = raw.get(key)

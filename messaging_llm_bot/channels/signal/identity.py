@@ -5,7 +5,6 @@ accept a new account for a number: docs/signal.md, "Identity".
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from dataclasses import dataclass
@@ -42,24 +41,9 @@ class Identities:
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
         self._lock = threading.Lock()
-        self._pins: dict[str, str] = self._load()
+        pins = workspace.read_state(IDENTITIES, log, "signal: numbers are pinned to accounts anew")
+        self._pins = {str(number): signal_id(str(uuid)) for number, uuid in pins.items() if number and uuid}
         self._warned: set[tuple[str, str]] = set()
-
-    def _load(self) -> dict[str, str]:
-        try:
-            data = json.loads(self.ws.read_text(IDENTITIES, default="") or "{}")
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            return {str(number): signal_id(str(uuid)) for number, uuid in data.items() if number and uuid}
-        except (ValueError, UnicodeDecodeError) as err:
-            aside = self.ws.move_aside(IDENTITIES)
-            log.warning(
-                "signal: %s cannot be read (%s): moved aside to %s; numbers are pinned to accounts anew",
-                IDENTITIES,
-                err,
-                aside,
-            )
-            return {}
 
     def pinned(self, number: str) -> str | None:
         """The account UUID on record for ``number``, or None."""
