@@ -24,11 +24,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-userless-passes",
-        f"{BOT}/channels/telegram/access.py",
-        "            await self._refuse(update, context.bot, user)\n        raise ApplicationHandlerStop",
-        "            await self._refuse(update, context.bot, user)\n            raise ApplicationHandlerStop",
+        f"{BOT}/channels/telegram/frontend.py",
+        "        if not self.access.allowed(update.effective_user):",
+        "        if update.effective_user is not None and not self.access.allowed(update.effective_user):",
         "an update without a user (a channel post) passes the gate",
-        TELEGRAM,
+        ("test_telegram_group_allowlist.py",),
     ),
     Mutation(
         "doctor-telegram-checked-when-unused",
@@ -74,8 +74,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "telegram-start-gives-up-at-one-timeout",
         f"{BOT}/channels/telegram/bot.py",
-        "                if attempt == START_ATTEMPTS:",
-        "                if True:",
+        "        for attempt in range(1, START_ATTEMPTS):",
+        "        for attempt in range(1, 1):",
         "a Bot API answering getMe late once at start-up (slow network, loaded machine) ends the bot with exit 1",
         ("test_telegram_lifecycle.py",),
     ),
@@ -86,6 +86,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        return offset",
         "while the inbox cannot fsync a polled message, Telegram is told it arrived: a power loss loses it",
         ("test_reliability_disk.py",),
+    ),
+    # -- Telegram's updates: our poll and the webhook (channels/telegram/bot.py, webhook.py) -----------------------
+    Mutation(
+        "telegram-offset-past-the-inbox",
+        f"{BOT}/channels/telegram/bot.py",
+        "                offset = await intake.confirmable(self._offset)",
+        "                offset = self._offset",
+        "the poll confirms updates the inbox has not made durable: a power loss while the disk fails loses them",
+        ("test_reliability_disk.py",),
+    ),
+    Mutation(
+        "telegram-409-polls-on",
+        f"{BOT}/channels/telegram/bot.py",
+        "            except (Conflict, InvalidToken) as err:",
+        "            except InvalidToken as err:",
+        "a second bot polling the same token is retried for ever instead of ending this one with exit code 1",
+        ("test_telegram_lifecycle.py",),
+    ),
+    Mutation(
+        "telegram-webhook-secret-unchecked",
+        f"{BOT}/channels/telegram/webhook.py",
+        '        if not hmac.compare_digest(given.encode("utf-8"), self.secret.encode("utf-8")):',
+        "        if not given:",
+        "a forged webhook POST with any secret runs as the user it names",
+        ("test_telegram_webhook.py",),
     ),
     # -- Telegram's commands through the shared intake (channels/telegram/intake.py) ------------------------------
     Mutation(

@@ -1,4 +1,4 @@
-"""Who the Telegram bot serves: the allowlist gate before every handler, strangers' one short refusal
+"""Who the Telegram bot serves: the allowlist checked before anything else (frontend.py), strangers' one short refusal
 (conversation/strangers.py; here: who is one, and whether a group message addressed the bot), the owner's own
 private chat for the owner's data (owner-only commands are refused elsewhere by conversation/commands.py)."""
 
@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 import telegram
 from telegram import Update
-from telegram.ext import ApplicationHandlerStop, ContextTypes
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.config.settings import TelegramSettings
@@ -55,18 +54,11 @@ class Access:
         user = update.effective_user
         return user is not None and user.id == self.settings.owner
 
-    # -- gate (group -2) --------------------------------------------------------
-
-    async def gate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Stop updates from unknown users (one short refusal), before any other handler."""
+    async def refuse(self, update: Update, bot: telegram.Bot) -> None:
+        """The one short refusal to an update from a user not allowed (none to an update without a user)."""
         user = update.effective_user
-        if self.allowed(user):
+        if user is None:
             return
-        if user is not None:
-            await self._refuse(update, context.bot, user)
-        raise ApplicationHandlerStop
-
-    async def _refuse(self, update: Update, bot: telegram.Bot, user: telegram.User) -> None:
         log.info("telegram: refused user id %s (not in telegram.allowed_user_ids)", user.id)
         try:
             if update.callback_query is not None:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 import telegram
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.error import TelegramError
-from telegram.ext import ContextTypes
 
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.conversation.approvals import (
@@ -82,7 +81,7 @@ class TelegramApprovals:
 
         return await self.questions.ask_with_buttons(token, chat_id, request, post, show, "telegram")
 
-    async def on_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    async def on_choice(self, update: Update) -> None:
         """Resolve the open question a button press belongs to."""
         query = update.callback_query
         _, token, choice = (query.data or "").split(":")

@@ -1,5 +1,6 @@
-"""The Telegram bot, assembled: builds the PTB Application from the frontend's parts and runs it as a channel on
-an event loop of its own (conversation/service.py: the lock, the stop, the turns' deadline, the job scheduler).
+"""The Telegram bot, assembled: python-telegram-bot's ``ExtBot`` as the Bot API client (with our rate limiter), our
+own loop of getUpdates or the shared webhook listener, run as a channel on an event loop of its own
+(conversation/service.py: the lock, the stop, the turns' deadline, the job scheduler).
 
 Start-up: a lock file in the workspace (one bot per workspace), getMe, replay of inbox items a crash
 left unanswered, then long polling (or the webhook). Once the first getUpdates is on its way, the rest starts
@@ -11,24 +12,26 @@ instance polls the same token) stops the bot with a clear message and exit code 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
+import telegram
 from telegram import BotCommand
 from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError, TimedOut
-from telegram.ext import Application, ApplicationBuilder, ContextTypes
+from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.tls import shared_context
+from messaging_llm_bot.channels.listener import WebhookListener
+from messaging_llm_bot.channels.telegram import webhook
 from messaging_llm_bot.channels.telegram.frontend import Frontend
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.channels.telegram.send import send_to
 from messaging_llm_bot.channels.telegram.settings import api_urls
-from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot
-from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 from messaging_llm_bot.conversation.commands import COMMANDS
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -36,13 +39,17 @@ from messaging_llm_bot.conversation.service import ChannelService
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 POLL_TIMEOUT_SECONDS = 10
 #: Seconds a Bot API call may take to answer (PTB's default, named so a test can shorten it).
 API_READ_TIMEOUT_SECONDS = 5.0
-#: Start-up asks getMe this often when it times out, and PTB's bootstrap (deleteWebhook) this often when it
-#: fails: a slow network or a loaded machine answers late, and giving up at the first timeout ended the bot
+#: Start-up asks getMe this often when it times out, and deleteWebhook/setWebhook this often when they fail:
+#: a slow network or a loaded machine answers late, and giving up at the first timeout ended the bot
 #: with exit 1. A refused connection at getMe still fails at once.
 START_ATTEMPTS = 3
+#: The longest pause between polls that failed (1 s, then half as long again each time).
+POLL_BACKOFF_MAX_SECONDS = 30.0
 ALLOWED_UPDATES = ["message", "callback_query"]
 
 
@@ -69,13 +76,16 @@ class TelegramService(ChannelService):
         )
         self.settings = runtime.settings.telegram  # as at start (token, mode, digest)
         self.poll_timeout = poll_timeout
+        self.bot: telegram.Bot | None = None
         self.frontend: Frontend | None = None
-        self.app: Application | None = None
-        self.conflict: str | None = None
+        self.failure: TelegramError | None = None  # what ended the polling (a 409 Conflict, a refused token)
         self.started = threading.Event()  # the deferred start (plugins, commands, jobs) is done too
+        self._offset = 0  # the next getUpdates' offset: past the updates the inbox holds
+        self._poll: asyncio.Task[None] | None = None
+        self._webhook: WebhookListener | None = None
         self._rest: asyncio.Task[Any] | None = None
         self.notices = self.owner_notices(
-            lambda chat, text, conversation: send_to(self.app.bot, chat, text, conversation),
+            lambda chat, text, conversation: send_to(self.frontend.turns.bot, chat, text, conversation),
             lambda: None if self.frontend.settings.owner is None else str(self.frontend.settings.owner),
         )
 
@@ -92,14 +102,14 @@ class TelegramService(ChannelService):
             )
         if isinstance(err, NetworkError):
             return f"telegram: cannot reach the Bot API at {api_urls(self.settings)[0]}: {err}"
+        if isinstance(err, OSError) and self._webhook is not None:  # its address taken, or not this machine's
+            hook = self.settings.webhook
+            return f"telegram: the webhook cannot listen on {hook.listen}:{hook.port}: {err}"
         return None
 
-    # -- building ---------------------------------------------------------------
-
-    def build(self) -> Application:
-        """Build the Application pointed at ``telegram.base_url`` with its rate limiter."""
-        self.frontend = Frontend(self, Inbox(self.runtime.workspace))
-        bot = InboxBot(
+    def build(self) -> telegram.Bot:
+        """The Bot API client pointed at ``telegram.base_url`` with its rate limiter, and the frontend over it."""
+        bot = ExtBot(
             token=self.settings.token,
             base_url=api_urls(self.settings)[0],
             base_file_url=api_urls(self.settings)[1],
@@ -112,75 +122,82 @@ class TelegramService(ChannelService):
                 read_timeout=self.poll_timeout + 10.0, httpx_kwargs={"verify": shared_context()}
             ),
             rate_limiter=ReplyFirstRateLimiter(),
-            on_updates=self.frontend.intake.fetched,
-            on_poll=self.frontend.intake.confirmable,
-            on_first_poll=self._start_the_rest,
         )
-        app = ApplicationBuilder().bot(bot).concurrent_updates(ChatOrderedProcessor(self.frontend)).build()
-        self.frontend.register(app)
-        app.add_error_handler(self._on_error)
-        self.app = app
+        self.frontend = Frontend(self, Inbox(self.runtime.workspace), bot)
         self.shutdown.turns = self.frontend.turns
-        return app
-
-    # -- running ------------------------------------------------------------------
+        self.bot = bot
+        return bot
 
     async def serve(self) -> None:
-        """getMe, the replay, then updates taken (polling or the webhook); PTB's own run_polling would answer
-        every queued update at a stop and has no stop of its own while it starts."""
-        app = self.build()
-        await self._initialize(app)
-        assert self.frontend is not None and app.updater is not None
+        """getMe, the replay, then updates taken: the webhook listening, or the poll under way."""
+        bot = self.build()
+        await self._at_start(bot.initialize, TimedOut)
+        assert self.frontend is not None
         ids = sorted(self.settings.allowed_user_ids)
-        log.info("Serving @%s for user ids %s", app.bot.username, ids)
+        log.info("Serving @%s for user ids %s", bot.username, ids)
         how = "Send it a message to see your numeric user id, then add it with"
         self.warn_if_no_one_allowed(ids, "telegram.allowed_user_ids", how, "[ID]")
         self.frontend.intake.start_replay()
-        retries = START_ATTEMPTS - 1  # deleteWebhook/setWebhook: the server answered getMe
         if self.settings.mode == "webhook":
             hook = self.settings.webhook
             # Never without a secret: a forged POST would otherwise run as any user it names.
-            secret = webhook_secret(hook.secret_token or None, self.runtime.workspace)
-            await app.updater.start_webhook(
-                listen=hook.listen,
-                port=hook.port,
-                url_path="telegram",
-                webhook_url=hook.url or None,
-                secret_token=secret,
-                allowed_updates=ALLOWED_UPDATES,
-                bootstrap_retries=retries,
+            secret = webhook.webhook_secret(hook.secret_token or None, self.runtime.workspace)
+            self._webhook = webhook.listener(hook, secret, bot, self.frontend.handle)
+            self._webhook.start()
+            url = hook.url or self._webhook.url
+            await self._at_start(
+                lambda: bot.set_webhook(url, allowed_updates=ALLOWED_UPDATES, secret_token=secret), TelegramError
             )
-            asyncio.get_running_loop().call_soon(self._start_the_rest)
         else:
+            await self._at_start(bot.delete_webhook, TelegramError)  # getUpdates is refused while one is set
+            self._poll = asyncio.get_running_loop().create_task(self._polling(bot))
+        # Runs once the poll waits for the network: the first getUpdates goes out before the rest starts.
+        asyncio.get_running_loop().call_soon(self._start_the_rest)
 
-            def polling_failed(exc: TelegramError) -> None:  # a 409 Conflict among them: _on_error stops the bot
-                app.create_task(app.process_error(error=exc, update=None))
-
-            await app.updater.start_polling(
-                poll_interval=0.0,
-                timeout=self.poll_timeout,
-                allowed_updates=ALLOWED_UPDATES,
-                bootstrap_retries=retries,
-                error_callback=polling_failed,
-            )
-        await app.start()
-
-    async def _initialize(self, app: Application) -> None:
-        """getMe, asked again after a timeout (PTB's retries would also retry a refused connection or a wrong
-        base_url for as long)."""
-        for attempt in range(1, START_ATTEMPTS + 1):
+    async def _at_start(self, call: Callable[[], Awaitable[T]], retried: type[TelegramError]) -> T:
+        """A start-up call, asked again (``START_ATTEMPTS`` in all) after an error of the kind ``retried``."""
+        for attempt in range(1, START_ATTEMPTS):
             try:
-                await app.initialize()
-                return
-            except TimedOut as err:
-                if attempt == START_ATTEMPTS:
+                return await call()
+            except retried as err:
+                if isinstance(err, InvalidToken):
                     raise
+                what = "did not answer in time" if isinstance(err, TimedOut) else "failed"
                 log.warning(
-                    "telegram: the Bot API did not answer in time (%s); asking again (%d of %d)",
-                    err,
-                    attempt + 1,
-                    START_ATTEMPTS,
+                    "telegram: the Bot API %s (%s); asking again (%d of %d)", what, err, attempt + 1, START_ATTEMPTS
                 )
+                await self.sleep(0.0 if isinstance(err, TimedOut) else 1.0)
+        return await call()
+
+    async def _polling(self, bot: telegram.Bot) -> None:
+        """getUpdates until a stop: each batch stored in the inbox first (``TelegramIntake.fetched``), the offset
+        only past what it holds on disk (``confirmable``: Telegram delivers the rest again), then dispatched. A
+        timeout asks again at once, another failure after a growing pause; a 409 Conflict or a refused token ends
+        the bot (``close`` raises it)."""
+        assert self.frontend is not None
+        intake, pause = self.frontend.intake, 0.0
+        while not self.stopping:
+            try:
+                offset = await intake.confirmable(self._offset)
+                updates = await bot.get_updates(offset, timeout=self.poll_timeout, allowed_updates=ALLOWED_UPDATES)
+                kept = await intake.fetched(updates, bot)
+            except (Conflict, InvalidToken) as err:
+                self.failure = err
+                log.error("telegram: polling ended: %s; stopping", err)
+                self.begin_shutdown("409 Conflict" if isinstance(err, Conflict) else "the token was refused")
+                return
+            except TimedOut:
+                continue
+            except Exception as err:  # noqa: BLE001 - the network, the Bot API: polling goes on
+                pause = min(POLL_BACKOFF_MAX_SECONDS, max(1.0, pause * 1.5))
+                log.warning("telegram: getUpdates failed (%s); asking again in %.1f s", err, pause)
+                await self.sleep(pause)
+                continue
+            pause = 0.0
+            if kept:
+                self._offset = kept[-1].update_id + 1
+            for update in kept:
+                self.frontend.handle(update)
 
     def _start_the_rest(self) -> None:
         if not self.stopping and self._loop is not None:
@@ -188,11 +205,11 @@ class TelegramService(ChannelService):
 
     async def _after_start(self) -> None:
         """What the first poll does not need: plugins, commands menu, reminders, digest, background work."""
-        app, fe = self.app, self.frontend
-        assert app is not None and fe is not None
+        bot, fe = self.bot, self.frontend
+        assert bot is not None and fe is not None
         await asyncio.to_thread(self.runtime.warm_up)
         try:
-            await app.bot.set_my_commands([BotCommand(name, desc) for name, desc in COMMANDS])
+            await bot.set_my_commands([BotCommand(name, desc) for name, desc in COMMANDS])
         except TelegramError as err:
             log.warning("telegram: setMyCommands failed: %s", err)
         if self.stopping:
@@ -205,34 +222,31 @@ class TelegramService(ChannelService):
             start=fe.intake.shared.start_job,
             morning_digest=self.settings.morning_digest,
             # A served client's `ask` call, with approve_in_chat, is asked in the owner's chat (docs/serve.md).
-            ask_owner=None if owner is None else fe.approvals.approver(app.bot, owner, loop),
+            ask_owner=None if owner is None else fe.approvals.approver(bot, owner, loop),
         )
         self.started.set()
 
-    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-        err = context.error
-        if isinstance(err, Conflict):
-            self.conflict = str(err)
-            log.error("telegram: another instance is using this bot token (%s); stopping", err)
-            self.begin_shutdown("409 Conflict")
-            return
-        log.error("telegram: error while handling an update: %s", err, exc_info=err)
-
     async def stop_taking(self) -> None:
-        """No more updates: the poll (or webhook) ends, PTB's update handlers are waited for, and a deferred
-        start not finished starts nothing more."""
-        app = self.app
-        if app is not None and app.updater is not None and app.updater.running:
-            await app.updater.stop()
-        if app is not None and app.running:
-            await app.stop()
+        """No more updates: the poll (or the webhook) ends, what was fetched is confirmed to Telegram, the updates
+        being dispatched are waited for, and a deferred start not finished starts nothing more."""
+        if self._webhook is not None:
+            self._webhook.stop()
+        if self._poll is not None:
+            self._poll.cancel()
+            await asyncio.gather(self._poll, return_exceptions=True)
+        if self._poll is not None and self.failure is None and self.bot is not None and self.frontend is not None:
+            with contextlib.suppress(TelegramError):  # timeout 0: the last offset, and no more
+                offset = await self.frontend.intake.confirmable(self._offset)
+                await self.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)
+        if self.frontend is not None:
+            await asyncio.gather(*self.frontend.handling, return_exceptions=True)
         if self._rest is not None and not self._rest.done():
             self._rest.cancel()
             await asyncio.gather(self._rest, return_exceptions=True)
 
     async def close(self) -> None:
-        """PTB's application shut down; after a 409 Conflict the run ends as failed, saying why (``known_error``)."""
-        if self.app is not None:
-            await self.app.shutdown()
-        if self.conflict is not None:
-            raise Conflict(self.conflict)
+        """The Bot API client closed; after a 409 Conflict the run ends as failed, saying why (``known_error``)."""
+        if self.bot is not None:
+            await self.bot.shutdown()
+        if self.failure is not None:
+            raise self.failure

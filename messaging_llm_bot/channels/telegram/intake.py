@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 import telegram
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
-from telegram.ext import ContextTypes
 
 from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import InboxItem
@@ -59,7 +58,7 @@ class TelegramIntake:
         self._arrivals: dict[str, Arrival] = {}  # update id -> what was read of it then (``take`` reads it once)
         self._unconfirmed: int | None = None  # the first update id stored and not yet synced (``confirmable``)
         # One update at a time from storing to its place in its chat's queue: Telegram's order holds per chat
-        # also where an update is stored as its handlers run (webhook mode, a direct process_update).
+        # also where an update is stored as its handlers run (webhook mode).
         self.order = asyncio.Lock()
 
     @property
@@ -105,7 +104,7 @@ class TelegramIntake:
         return functools.partial(self.turns.say, to, reply_to=quote)
 
     async def fetched(self, updates: Sequence[Update], bot: telegram.Bot) -> Sequence[Update]:
-        """The fetched updates that may be confirmed to Telegram (``updates.InboxBot``): each model-bound one is
+        """The fetched updates that may be confirmed to Telegram (bot.py's poll): each model-bound one is
         in the inbox first (``ChannelIntake.store_all``: a burst in one batch; while the inbox cannot store, held
         unconfirmed and tried again after a growing pause, its chat told once). From one a stop ended while it
         was held, none is confirmed: Telegram delivers them again. They are written, not yet fsynced: their turns
@@ -115,7 +114,7 @@ class TelegramIntake:
             try:
                 if self.for_model(update, bot):
                     bound[str(update.update_id)] = (update, self.arrival(update, bot))
-            except Exception:  # noqa: BLE001 - one odd update must not stall polling; its handler tries again
+            except Exception:  # noqa: BLE001 - one odd update must not stall polling; its dispatch tries again
                 log.exception("telegram: could not read update %s for the inbox", update.update_id)
         arrivals = [arrival for _, arrival in bound.values()]
         count, items = await self.shared.store_all(
@@ -131,7 +130,7 @@ class TelegramIntake:
         return updates[: updates.index(bound[arrivals[count].source_id][0])]
 
     async def confirmable(self, offset: int) -> int:
-        """The offset the next getUpdates sends (``updates.InboxBot``): ``offset`` once what the last ones stored is
+        """The offset the next getUpdates sends (bot.py's poll): ``offset`` once what the last ones stored is
         on disk (``ChannelIntake.sync_stored``); while the disk fails, no further than the first update not synced
         (Telegram delivers it again; the inbox knows it, and its turn is not started twice)."""
         if self._unconfirmed is None:
@@ -193,10 +192,10 @@ class TelegramIntake:
         keyboard = InlineKeyboardMarkup([[yes, InlineKeyboardButton("Cancel", callback_data="reset:no")]])
         await message.reply_text(texts.RESET_QUESTION, reply_markup=keyboard)
 
-    async def on_reset_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    async def on_reset_choice(self, update: Update) -> None:
         """A press of /reset's buttons: the conversation's history cleared, or kept."""
         query, message = update.callback_query, update.effective_message
-        if query is None or message is None:  # the handler's pattern lets only a button under a message in
+        if query is None or message is None:  # /reset's buttons sit under a message
             raise ValueError(f"update {update.update_id} is no press of a button under a message")
         await query.answer()
         if query.data == "reset:yes":
@@ -205,11 +204,10 @@ class TelegramIntake:
             text = "Kept the history."
         await query.edit_message_text(text)
 
-    async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    async def on_message(self, update: Update, bot: telegram.Bot) -> None:
         """A message the model does not read (a kind it cannot, a voice note without transcription): a short
-        'not supported', where it was addressed to the bot. The rest never reaches a handler (``take``)."""
+        'not supported', where it was addressed to the bot."""
         message = message_of(update)
-        bot = context.bot
         if addressed_to_bot(message, bot.username or "", bot.id, self.settings.group_mode):
             await self.say(update)(unsupported_text(message_kind(message)))
 

@@ -1,53 +1,46 @@
-"""Webhook mode's secret: never run without one, compare it in constant time.
+"""Webhook mode: Telegram's POSTs on the shared listener (channels/listener.py: bounded connections, body size and
+timeouts, the security headers), never without a secret.
 
-Telegram sends the secret given to ``setWebhook`` in the ``X-Telegram-Bot-Api-Secret-Token``
-header of every update; PTB's webhook server answers 403 (and queues nothing) when it is missing
-or different. Without a configured ``telegram.webhook.secret_token`` anyone who finds the URL
-could post updates as the owner, so one is generated and kept in ``state/webhook_secret``.
+Telegram sends the secret given to ``setWebhook`` in the ``X-Telegram-Bot-Api-Secret-Token`` header of every
+update; a POST without it or with another one is answered 403 (compared in constant time) and runs nothing.
+Without a configured ``telegram.webhook.secret_token`` anyone who finds the URL could post updates as the owner,
+so one is generated and kept in ``state/webhook_secret``. A valid update is answered 200 at once and dispatched
+(frontend.py), where it is stored in the inbox in its chat's order.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import secrets
-from typing import Any
+from collections.abc import Callable
+
+import telegram
+from telegram import Update
+
+from assistant_framework.config.settings import WebhookSettings
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.channels.listener import PlainHandler, WebhookListener
 
 log = logging.getLogger(__name__)
 
 SECRET_FILE = "state/webhook_secret"
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 #: Telegram accepts 1-256 characters of A-Z, a-z, 0-9, "_" and "-"; token_urlsafe uses exactly those.
 _GENERATED_BYTES = 48
+#: An update is a message of at most 4,096 characters and what it quotes: far below this.
+MAX_UPDATE_BYTES = 1_000_000
+PATH = "/telegram"
 
 
-class ConstantTimeSecret(str):
-    """The secret as a ``str`` whose ``==`` / ``!=`` run ``hmac.compare_digest``.
-
-    PTB's handler checks ``header != secret``; when the right operand's type is a subclass of the
-    left's, Python calls the subclass's reflected ``__ne__`` first, so that check is constant-time.
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, str):
-            return NotImplemented
-        return hmac.compare_digest(str(self).encode("utf-8"), str(other).encode("utf-8"))
-
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    __hash__ = str.__hash__
-
-
-def webhook_secret(configured: str | None, workspace: Any) -> ConstantTimeSecret:
+def webhook_secret(configured: str | None, workspace: Workspace) -> str:
     """The configured secret, else the one stored in ``state/``, else a new one (stored, logged once)."""
     if configured:
-        return ConstantTimeSecret(configured)
+        return configured
     stored = workspace.read_text(SECRET_FILE, default="").strip()
     if stored:
-        return ConstantTimeSecret(stored)
+        return stored
     secret = secrets.token_urlsafe(_GENERATED_BYTES)
     workspace.write_text(SECRET_FILE, secret + "\n")  # a new file is created 0600 (mkstemp)
     log.info(
@@ -55,4 +48,35 @@ def webhook_secret(configured: str | None, workspace: Any) -> ConstantTimeSecret
         "(webhook requests without it are refused with 403)",
         SECRET_FILE,
     )
-    return ConstantTimeSecret(secret)
+    return secret
+
+
+class UpdateHandler(PlainHandler):
+    def initialize(self, secret: str, bot: telegram.Bot, handle: Callable[[Update], None]) -> None:
+        self.secret, self.bot, self.handle = secret, bot, handle
+
+    def post(self) -> None:
+        given = self.request.headers.get(SECRET_HEADER, "")
+        if not hmac.compare_digest(given.encode("utf-8"), self.secret.encode("utf-8")):
+            log.info("telegram: a webhook POST without the right secret from %s (refused)", self.request.remote_ip)
+            self._answer(403, f"{SECRET_HEADER} is missing or wrong")
+            return
+        try:
+            data = json.loads(self.request.body)
+            update = Update.de_json(data, self.bot) if isinstance(data, dict) else None
+        except Exception:  # noqa: BLE001 - JSON that is no update: PTB's types raise more than one kind
+            update = None
+        if update is None:
+            log.warning("telegram: a webhook POST that is no update was refused")
+            self._answer(400, "the body is not a Telegram update")
+            return
+        self.handle(update)
+        self._answer(200, "ok")
+
+
+def listener(
+    hook: WebhookSettings, secret: str, bot: telegram.Bot, handle: Callable[[Update], None]
+) -> WebhookListener:
+    """The listener at ``telegram.webhook.listen``/``port``, path ``/telegram``, handing each update to ``handle``."""
+    args = {"secret": secret, "bot": bot, "handle": handle}
+    return WebhookListener(hook.listen, hook.port, PATH, UpdateHandler, args, MAX_UPDATE_BYTES)
