@@ -93,7 +93,7 @@ def run_cli(*argv: str, env: dict[str, str] | None = None, cwd: Path | str | Non
 
 
 #: The libraries whose log level the bot's start sets (cli/run.py's setup_logging): put back after a call.
-_QUIETED = ("httpx", "httpcore", "urllib3", "telegram", "apscheduler")
+_QUIETED = ("httpx", "httpcore", "urllib3", "telegram")
 
 
 @contextlib.contextmanager

@@ -1,5 +1,5 @@
-"""Shared fixtures for the Telegram end-to-end tests: a real PTB Application built by our code,
-running ``run_polling`` in a background thread against FakeBotAPI and FakeChatServer."""
+"""Shared fixtures for the Telegram end-to-end tests: the real bot (TelegramService) polling in a background
+thread against FakeBotAPI and FakeChatServer."""
 
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ def test_signal_holds_a_message_it_cannot_store_and_answers_it_once_storage_work
 def test_telegram_webhook_mode_holds_a_message_it_cannot_store_and_answers_it_once_storage_works(
     fake, start_bot, chat_server, workspace
 ):
-    """Python-telegram-bot has answered the POST before the update is stored: held in memory, the chat told once,
+    """The listener has answered the POST before the update is stored: held in memory, the chat told once,
     answered once the inbox stores again (it was refused and lost)."""
     from tests.test_telegram_webhook import free_port, post, update
 

@@ -1,7 +1,7 @@
 """URL parser tricks through the bot (issue 34.12: the neighbour of test_web_skill.py's skill-level test).
 The model writes the URL; the Telegram bot's ``web`` skill (network allowed without a question, so
 only the SSRF guard stands in the way) refuses each trick, tells the model why, and the internal
-server on 127.0.0.1 sees no request. A real PTB Application against the fake Bot API."""
+server on 127.0.0.1 sees no request. The real Telegram bot against the fake Bot API."""
 
 from __future__ import annotations
 

@@ -113,9 +113,9 @@ def Inbox_text(item) -> str:  # noqa: N802 - reads like the inbox field it extra
 
 @pytest.mark.timeout(60)
 def test_sigterm_while_the_bot_is_still_starting_stops_it(tmp_path, bot_config, fake, chat_server):
-    """A SIGTERM after post_init (``Serving @...`` logged) but before the application ran was lost: PTB's
-    stop_running() only set a marker it had already checked, and the bot never stopped. The Bot API is
-    held at that step (deleteWebhook, which start_polling calls) until the signal has landed in it."""
+    """A SIGTERM after ``Serving @...`` was logged but before the poll ran (once lost: PTB's stop_running() only
+    set a marker it had already checked, and the bot never stopped). The Bot API is held at that step
+    (deleteWebhook, before the first poll) until the signal has landed in it."""
     config = _config(tmp_path, bot_config, fake, timeout=5)
     held = fake.hold_next("deleteWebhook")
     with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:

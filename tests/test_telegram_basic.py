@@ -1,4 +1,4 @@
-"""Telegram end to end: real PTB Application on run_polling against FakeBotAPI and FakeChatServer."""
+"""Telegram end to end: the real bot polling FakeBotAPI, answered by FakeChatServer."""
 
 from __future__ import annotations
 

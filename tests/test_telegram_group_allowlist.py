@@ -1,7 +1,7 @@
 """The Telegram allowlist in a group chat (issue 34.12: the neighbouring chat type of the private-chat
 tests in test_security.py and test_telegram_basic.py): a stranger who shares a group with the owner
 presses the owner's buttons and sends commands there, and nothing runs; an empty allowlist serves
-no one in a group either. A real PTB Application against the fake Bot API, a scripted model server."""
+no one in a group either. The real bot against the fake Bot API, a scripted model server."""
 
 from __future__ import annotations
 

@@ -181,10 +181,9 @@ def test_second_bot_on_the_same_workspace_refuses_to_run(fake, start_bot, worksp
 
 
 def test_a_stop_asked_while_the_bot_starts_is_kept_until_it_runs(fake, start_bot):
-    """stop() after PTB checked its stop marker (post_init done) and before start() runs the application: a
-    stop then only set that marker again, and stopping the loop under start() ends that call instead of
-    run_forever. The bot stops once it runs, exit 0."""
-    fake.delay_next("deleteWebhook", 0.5)  # the first call of run_polling after the marker's check
+    """stop() while the start waits for the Bot API (deleteWebhook, before the first poll): the stop is kept,
+    and the bot stops once it runs, exit 0 (PTB's Application once lost such a stop)."""
+    fake.delay_next("deleteWebhook", 0.5)  # the start's last call before the poll
     bot = start_bot(wait_ready=False)
     wait_until(lambda: fake.arrived("deleteWebhook"), what="deleteWebhook under way")
     assert bot.stop(timeout=10) == 0

@@ -1,6 +1,7 @@
-"""The HTTP listener of a channel whose platform posts to the bot (WhatsApp's webhook, Slack's request URL):
-Tornado on the channel's own event loop, bounded like the hooks listener (connections, the body's size read from
-``Content-Length`` before it is read, header and body timeouts), the page's security headers on every answer."""
+"""The HTTP listener of a channel whose platform posts to the bot (Telegram's and WhatsApp's webhooks, Slack's
+request URL): Tornado on the channel's own event loop, bounded like the hooks listener (connections, the body's
+size read from ``Content-Length`` before it is read, header and body timeouts), the page's security headers on
+every answer."""
 
 from __future__ import annotations
 

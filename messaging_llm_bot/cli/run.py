@@ -39,7 +39,7 @@ BOT_LOG = "state/logs/bot.log"
 #: in the extraction journal and resumes at the next start, so the user need not wait for a model call.
 CONSOLE_EXIT_SECONDS = 1.0
 LEFT_FOR_NEXT_START = "Memory work still under way continues at the next start."
-_LIBRARY_LOGGERS = ("telegram", "httpx", "httpcore", "apscheduler")
+_LIBRARY_LOGGERS = ("telegram", "httpx", "httpcore")
 NO_TOKEN = (
     "No Telegram bot token is configured (set telegram.token in the config, "
     "or the TELEGRAM_BOT_TOKEN environment variable; `make setup` asks for it and checks it). "
@@ -114,7 +114,7 @@ def setup_logging(
     root = logging.getLogger()
     root.handlers[:] = handlers
     root.setLevel(level)
-    for name in ("httpx", "httpcore", "urllib3", "telegram", "apscheduler"):
+    for name in ("httpx", "httpcore", "urllib3", "telegram"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

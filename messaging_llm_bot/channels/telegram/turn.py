@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 class TelegramTurns(ChatTurns):
     """Runs turns for the Telegram frontend; one instance per application."""
 
-    platform: TelegramOut  # over the application's bot, set when it is built (Frontend.register), before any update
+    platform: TelegramOut  # over the bot, set when the frontend is built (Frontend), before any update
     SEND_ERRORS = (TelegramDeliveryError, TelegramError, DeliveryError)
     MAX_FILE_BYTES = CAPABILITIES.max_file_bytes
     VOICE_REPLIES = True

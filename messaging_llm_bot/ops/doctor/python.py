@@ -21,7 +21,7 @@ DEPENDENCIES = (
     "icalendar",
     "recurring-ical-events",
     "tzdata",
-    "apscheduler",
+    "tornado",
     "croniter",
     "pillow",
     "mcp",
