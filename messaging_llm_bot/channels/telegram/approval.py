@@ -20,7 +20,6 @@ from telegram.error import TelegramError
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.conversation.approvals import (
     ALLOWANCE,
-    TIMEOUT_SECONDS,
     Answer,
     OpenQuestions,
     answer_of_choice,
@@ -39,8 +38,8 @@ CONVERSATION_NOTE = f"Allow for this conversation: {ALLOWANCE}."
 class TelegramApprovals:
     """Open questions, keyed by a random token carried in the button data."""
 
-    def __init__(self, timeout_seconds: float = TIMEOUT_SECONDS) -> None:
-        self.questions = OpenQuestions(timeout_seconds)
+    def __init__(self) -> None:
+        self.questions = OpenQuestions()
 
     def approver(
         self, bot: telegram.Bot, chat_id: int, loop: asyncio.AbstractEventLoop, topic: int | None = None

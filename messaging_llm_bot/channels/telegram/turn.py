@@ -71,7 +71,7 @@ class TelegramTurns(ChatTurns):
         runtime: Runtime,
         inbox: Inbox,
         settings_ref: Callable[[], TelegramSettings],
-        approvals: TelegramApprovals | None = None,
+        approvals: TelegramApprovals,
     ) -> None:
         super().__init__(runtime, inbox, "telegram")
         self.approvals = approvals
@@ -139,9 +139,7 @@ class TelegramTurns(ChatTurns):
             edit_interval=settings.edit_interval_seconds,
         )
 
-    def approver(self, item: InboxItem, msg: TurnMessage, loop: asyncio.AbstractEventLoop) -> ApproveCallback | None:
-        if self.approvals is None:
-            return None  # only the owner's private chat can confirm; elsewhere "ask" means no
+    def approver(self, item: InboxItem, msg: TurnMessage, loop: asyncio.AbstractEventLoop) -> ApproveCallback:
         return self.approvals.approver(self.bot, int(msg.to.chat_id), loop, topic_number(msg.to))
 
     def part_number(self, index: int, message_id: str) -> int:
