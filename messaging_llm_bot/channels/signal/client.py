@@ -1,11 +1,6 @@
-"""Async client of the ``signal-cli daemon --http`` API: JSON-RPC calls and the SSE event stream.
-
-- ``POST /api/v1/rpc``: JSON-RPC 2.0, one request or a batch; a JSON-RPC error becomes
-  ``SignalRpcError`` (a value the caller reacts to), a daemon that cannot be reached
-  ``SignalUnavailable``.
-- ``GET /api/v1/events``: Server-Sent Events (read by httpx-sse); ``events()`` yields each receive object
-  ``{"envelope": ..., "account": ...}``. The stdio/socket form (a JSON-RPC ``receive`` notification,
-  also wrapped in ``{"subscription": n, "result": ...}``) is unwrapped to the same object.
+"""Async client of the ``signal-cli daemon --http`` API (signal-cli-jsonrpc(5)): JSON-RPC 2.0 calls to
+``POST /api/v1/rpc``, one or a batch (an error answered is ``SignalRpcError``, a daemon that cannot be reached
+``SignalUnavailable``), and the Server-Sent Events of ``GET /api/v1/events``, read by httpx-sse.
 """
 
 from __future__ import annotations
@@ -41,7 +36,7 @@ class SignalRpcError(RuntimeError):
 
     def __init__(self, code: int, message: str, method: str = "", data: Any = None) -> None:
         super().__init__(f"signal-cli {method or 'call'} failed ({code}): {message}")
-        self.code, self.message, self.method, self.data = code, message, method, data
+        self.code, self.message, self.data = code, message, data
 
     @property
     def transient(self) -> bool:
@@ -61,7 +56,8 @@ class SignalRpcError(RuntimeError):
 
 
 def unwrap_event(obj: Any) -> dict[str, Any] | None:
-    """The receive object of one event: plain, a JSON-RPC notification, or a subscription result."""
+    """The receive object ``{"envelope": ..., "account": ...}`` of one event: plain, or in the stdio/socket forms (a
+    JSON-RPC ``receive`` notification, also as a subscription's ``result``)."""
     if not isinstance(obj, dict):
         return None
     if obj.get("jsonrpc") == "2.0":
@@ -102,11 +98,7 @@ class SignalClient:
 
     async def _post(self, body: Any) -> Any:
         try:
-            resp = await self._http.post(
-                f"{self.base_url}/api/v1/rpc",
-                content=json.dumps(body).encode("utf-8"),
-                headers={"Content-Type": "application/json"},
-            )
+            resp = await self._http.post(f"{self.base_url}/api/v1/rpc", json=body)
         except httpx.HTTPError as err:
             raise SignalUnavailable(f"signal-cli at {self.base_url} is not reachable: {type(err).__name__}") from err
         if resp.status_code != 200:

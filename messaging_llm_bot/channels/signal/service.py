@@ -1,11 +1,8 @@
-"""The Signal bot: starts its parts, reads the signal-cli event stream until stopped, and stops cleanly.
-
-Start-up: a lock file in the workspace (one Signal bot per workspace), replay of inbox items a crash left
-unanswered, reminders, scheduled jobs and the morning digest through the process's scheduler, then the event
-stream. Each message of the stream: the allowlist first (a stranger is told their id once:
-conversation/strangers.py); the answer to an open confirmation question; commands (their texts:
-conversation/commands.py); otherwise the durable inbox, written before the next event is read, and a turn in the
-chat's FIFO (turn.py). A daemon that is down or goes away is logged once per outage and retried with backoff.
+"""The Signal bot on conversation/service.py's ChannelService: its parts made, what a crash left answered, the
+process's scheduler joined, then the signal-cli event stream read until stopped (a daemon that is down or goes away
+is logged once per outage and retried with backoff). Each message: the allowlist first (a stranger is told their id
+once); the answer to an open confirmation question; a command; otherwise the durable inbox, written before the next
+event is read, and a turn in the chat's queue (turn.py).
 """
 
 from __future__ import annotations
@@ -150,12 +147,6 @@ class SignalService(ChannelService):
 
     # -- the event stream --------------------------------------------------------------------------------------
 
-    def _opened(self) -> None:
-        self.outage.ok()
-        if not self._connected_once:
-            self._connected_once = True
-            log.info("signal: connected to the signal-cli event stream at %s", self.settings.base_url)
-
     async def consume(self) -> None:
         """Read events until stopped; reconnect with backoff, logging an outage once."""
         backoff = Backoff(self.backoff_max)
@@ -166,7 +157,10 @@ class SignalService(ChannelService):
                 nonlocal opened
                 opened = True
                 backoff.reset()
-                self._opened()
+                self.outage.ok()
+                if not self._connected_once:
+                    self._connected_once = True
+                    log.info("signal: connected to the signal-cli event stream at %s", self.settings.base_url)
 
             try:
                 async for obj in self.client.events(on_open=on_open):

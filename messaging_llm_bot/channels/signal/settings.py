@@ -13,6 +13,7 @@ from typing import Any
 
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.config.settings.chat import SIGNAL_UUID, signal_id
+from messaging_llm_bot.conversation.markup import slice16
 
 E164_RE = re.compile(r"^\+[1-9][0-9]{6,14}$")
 MENTION_PLACEHOLDER = "\ufffc"  # Signal puts U+FFFC where a mention is, and lists the mentions apart
@@ -132,17 +133,15 @@ def addressed_to_bot(msg: SignalMessage, settings: SignalSettings, account_uuid:
 def model_text(msg: SignalMessage, account: str, account_uuid: str | None = None) -> str:
     """The message text with mentions spelled out (``@Name``) and the bot's own mention removed."""
     text = msg.text
-    units = text.encode("utf-16-le", "surrogatepass")
-    for mention in sorted(msg.mentions, key=lambda m: int(m.get("start", 0)), reverse=True):
+    for mention in sorted(msg.mentions, key=lambda m: int(m.get("start", 0)), reverse=True):  # offsets: UTF-16
         start, length = int(mention.get("start", 0)), int(mention.get("length", 1))
         name = (
             ""
             if is_bot(mention.get("number"), mention.get("uuid"), account, account_uuid)
             else "@" + str(mention.get("name") or mention.get("number") or mention.get("uuid") or "someone")
         )
-        units = units[: 2 * start] + name.encode("utf-16-le") + units[2 * (start + length) :]
-    text = units.decode("utf-16-le", "surrogatepass").replace(MENTION_PLACEHOLDER, "")
-    return re.sub(r"[ \t]{2,}", " ", text).strip() or msg.text.strip()
+        text = slice16(text, 0, start) + name + slice16(text, start + length, None)
+    return re.sub(r"[ \t]{2,}", " ", text.replace(MENTION_PLACEHOLDER, "")).strip() or msg.text.strip()
 
 
 def recipient_params(chat: str) -> dict[str, Any]:

@@ -1,9 +1,7 @@
-"""Answer one durable inbox item from Signal on conversation/chat_turns.py's turn: the read receipt and "typing…"
-while the model works, the reply delivered through the ledger, spoken where the chat asks for it.
-
-Used for live messages and for the start-up replay; the caller holds the chat's lock so the
-messages of one chat are answered in order. A daemon that is gone while a reply waits is
-retried with backoff (the reply is already in the inbox), until the bot stops.
+"""Answer one durable inbox item from Signal on conversation/chat_turns.py's turn (live messages and the start-up
+replay, in the chat's order; a reply that cannot go out yet waits in the inbox and is tried again: item_turns.py):
+what the model reads, the read receipt and "typing…" while it works, the reply through the ledger, spoken where the
+chat asks for it.
 """
 
 from __future__ import annotations
