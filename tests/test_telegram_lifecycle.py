@@ -168,6 +168,25 @@ def test_second_poller_conflict_stops_with_exit_code_1(fake, start_bot, capsys):
     assert "409 Conflict" in capsys.readouterr().err
 
 
+def test_a_command_answered_before_a_stop_is_not_run_again_at_the_next_start(fake, start_bot):
+    """A stop confirms what the last poll fetched (one more getUpdates with its offset), also when the poll that
+    would have confirmed it never got through: a command is not in the inbox, which would know it again, so left
+    unconfirmed it would run a second time at the next start."""
+    first = start_bot()
+    wait_until(lambda: fake.waiting_polls() >= 1, what="a poll waiting for updates")
+    held = fake.hold_next("getUpdates")  # the next poll, the one that would confirm /help, stays in the network
+    try:
+        fake.send_message("/help")
+        [help_text] = [m["text"] for m in fake.wait_for_messages(OWNER, 1)]
+        assert first.stop() == 0
+        start_bot()
+        fake.send_message("/skills")  # answered in the chat's order: after a /help delivered again, if it were
+        fake.wait_for(lambda: any(text != help_text for text in texts(fake)))
+    finally:
+        held.set()
+    assert texts(fake).count(help_text) == 1
+
+
 def test_second_bot_on_the_same_workspace_refuses_to_run(fake, start_bot, workspace, capsys):
     held = filelock.FileLock(str(workspace.path("state/bot.lock")))
     held.acquire()

@@ -105,6 +105,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_telegram_lifecycle.py",),
     ),
     Mutation(
+        "telegram-stop-leaves-the-batch-unconfirmed",
+        f"{BOT}/channels/telegram/bot.py",
+        "await self.frontend.turns.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)",
+        "pass",
+        "a stop before the next poll confirmed the last batch: its commands run a second time at the next start",
+        ("test_telegram_lifecycle.py",),
+    ),
+    Mutation(
         "telegram-webhook-secret-unchecked",
         f"{BOT}/channels/telegram/webhook.py",
         '        if not hmac.compare_digest(given.encode("utf-8"), self.secret.encode("utf-8")):',

@@ -76,7 +76,6 @@ class TelegramService(ChannelService):
         )
         self.settings = runtime.settings.telegram  # as at start (token, mode, digest)
         self.poll_timeout = poll_timeout
-        self.bot: telegram.Bot | None = None
         self.frontend: Frontend | None = None
         self.failure: TelegramError | None = None  # what ended the polling (a 409 Conflict, a refused token)
         self.started = threading.Event()  # the deferred start (plugins, commands, jobs) is done too
@@ -125,14 +124,12 @@ class TelegramService(ChannelService):
         )
         self.frontend = Frontend(self, Inbox(self.runtime.workspace), bot)
         self.shutdown.turns = self.frontend.turns
-        self.bot = bot
         return bot
 
     async def serve(self) -> None:
         """getMe, the replay, then updates taken: the webhook listening, or the poll under way."""
         bot = self.build()
         await self._at_start(bot.initialize, TimedOut)
-        assert self.frontend is not None
         ids = sorted(self.settings.allowed_user_ids)
         log.info("Serving @%s for user ids %s", bot.username, ids)
         how = "Send it a message to see your numeric user id, then add it with"
@@ -174,7 +171,6 @@ class TelegramService(ChannelService):
         only past what it holds on disk (``confirmable``: Telegram delivers the rest again), then dispatched. A
         timeout asks again at once, another failure after a growing pause; a 409 Conflict or a refused token ends
         the bot (``close`` raises it)."""
-        assert self.frontend is not None
         intake, pause = self.frontend.intake, 0.0
         while not self.stopping:
             try:
@@ -205,8 +201,9 @@ class TelegramService(ChannelService):
 
     async def _after_start(self) -> None:
         """What the first poll does not need: plugins, commands menu, reminders, digest, background work."""
-        bot, fe = self.bot, self.frontend
-        assert bot is not None and fe is not None
+        fe = self.frontend
+        assert fe is not None
+        bot = fe.turns.bot
         await asyncio.to_thread(self.runtime.warm_up)
         try:
             await bot.set_my_commands([BotCommand(name, desc) for name, desc in COMMANDS])
@@ -234,10 +231,10 @@ class TelegramService(ChannelService):
         if self._poll is not None:
             self._poll.cancel()
             await asyncio.gather(self._poll, return_exceptions=True)
-        if self._poll is not None and self.failure is None and self.bot is not None and self.frontend is not None:
-            with contextlib.suppress(TelegramError):  # timeout 0: the last offset, and no more
-                offset = await self.frontend.intake.confirmable(self._offset)
-                await self.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)
+            if self.failure is None:
+                with contextlib.suppress(TelegramError):  # timeout 0: the last offset, and no more
+                    offset = await self.frontend.intake.confirmable(self._offset)
+                    await self.frontend.turns.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)
         if self.frontend is not None:
             await asyncio.gather(*self.frontend.handling, return_exceptions=True)
         if self._rest is not None and not self._rest.done():
@@ -246,7 +243,7 @@ class TelegramService(ChannelService):
 
     async def close(self) -> None:
         """The Bot API client closed; after a 409 Conflict the run ends as failed, saying why (``known_error``)."""
-        if self.bot is not None:
-            await self.bot.shutdown()
+        if self.frontend is not None:
+            await self.frontend.turns.bot.shutdown()
         if self.failure is not None:
             raise self.failure
