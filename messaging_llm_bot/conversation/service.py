@@ -18,7 +18,7 @@ import asyncio
 import logging
 import sys
 import threading
-from collections.abc import Callable, Hashable, Sequence, Sized
+from collections.abc import Callable, Coroutine, Hashable, Sequence, Sized
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
 
@@ -129,6 +129,7 @@ class ChannelService:
         self.jobs: JobScheduler | None = None  # the process's one scheduler, once this channel joined it
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
+        self._reading: list[asyncio.Task[object]] = []  # what ``stop_taking`` cancels by default (``reading``)
 
     @property
     def stopping(self) -> bool:
@@ -289,8 +290,18 @@ class ChannelService:
         """Start the channel's parts (``self.shutdown.turns`` among them) and return once it serves."""
         raise NotImplementedError
 
+    def reading(self, work: Coroutine[object, object, object]) -> asyncio.Task[object]:
+        """``work`` (an event stream read, a sync loop, what waits for it) as a task ``stop_taking`` cancels."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._reading.append(task)
+        return task
+
     async def stop_taking(self) -> None:
-        """Stop taking messages (a webhook, an event stream, a poll), once a stop began."""
+        """Stop taking messages (a webhook, an event stream, a poll), once a stop began: by default the ``reading``
+        tasks cancelled and waited for."""
+        for task in self._reading:
+            task.cancel()
+        await asyncio.gather(*self._reading, return_exceptions=True)
 
     async def close(self) -> None:
         """Close what the channel opened (its client), after its turns ended."""

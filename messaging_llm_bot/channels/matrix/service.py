@@ -12,7 +12,6 @@ import asyncio
 import logging
 import signal
 from collections.abc import Sequence
-from typing import Any
 
 from assistant_framework.config.settings import MatrixSettings
 from assistant_framework.inbox import Inbox
@@ -45,7 +44,6 @@ class MatrixService(ChannelService):
     turns: MatrixTurns
     reader: SyncReader
     notices: ChannelNotices
-    _reading: tuple[asyncio.Task[Any], ...] = ()
 
     @property
     def config(self) -> MatrixSettings:
@@ -101,16 +99,9 @@ class MatrixService(ChannelService):
             morning_digest=self.config.morning_digest,
             ask_owner=self.channel.approvals.owner_approver(lambda: self.state.state.owner_room or None, loop),
         )
-        consumer = loop.create_task(reader.consume())
-        synced = loop.create_task(reader.synced.wait())
-        stopped = loop.create_task(self.shutdown_requested())
-        self._reading = (consumer, synced, stopped)
+        self.reading(reader.consume())
+        synced, stopped = self.reading(reader.synced.wait()), self.reading(self.shutdown_requested())
         await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)  # ready: the first sync handled
-
-    async def stop_taking(self) -> None:
-        for task in self._reading:
-            task.cancel()
-        await asyncio.gather(*self._reading, return_exceptions=True)
 
     async def close(self) -> None:
         if hasattr(self, "channel"):

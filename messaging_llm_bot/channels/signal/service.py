@@ -61,7 +61,6 @@ class SignalService(ChannelService):
     account_uuid: str | None = None  # the account's own UUID: a mention or quote by UUID only is the bot
     _uuid_asked = False  # signal-cli answered the question (with a UUID or without)
     _connected_once = False
-    _consumer: asyncio.Task[None] | None = None
 
     def job_conversation(self, job: Job) -> str | None:
         """The owner's direct chat, never another chat whatever the row says (conversation/job_router.py)."""
@@ -110,7 +109,7 @@ class SignalService(ChannelService):
             morning_digest=self.settings.morning_digest,
             ask_owner=self.approvals.owner_approver(lambda: self.settings.owner_id, loop),
         )
-        self._consumer = loop.create_task(self.consume())
+        self.reading(self.consume())
 
     async def learn_account_uuid(self) -> None:
         """The account's own UUID (ACI) from signal-cli: ``getUserStatus`` for its own number, answered as
@@ -135,11 +134,6 @@ class SignalService(ChannelService):
         if not uuid:
             log.warning("signal: the account's UUID is unknown: a mention or quote by UUID only is not seen")
         self.account_uuid = self.turns.account_uuid = signal_id(uuid) if uuid else None
-
-    async def stop_taking(self) -> None:
-        if self._consumer is not None:
-            self._consumer.cancel()
-            await asyncio.gather(self._consumer, return_exceptions=True)
 
     async def close(self) -> None:
         if hasattr(self, "client"):  # made at the start
