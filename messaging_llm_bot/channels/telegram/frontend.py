@@ -35,8 +35,7 @@ class Frontend:
     def __init__(self, service: ChannelService, inbox: Inbox, bot: telegram.Bot) -> None:
         self.runtime = runtime = service.runtime
         self.approvals = TelegramApprovals()
-        self.turns = TelegramTurns(runtime, inbox, lambda: self.settings, self.approvals)
-        self.turns.bot = bot
+        self.turns = TelegramTurns(runtime, inbox, bot, self.approvals)
         self.tasks = service.tasks  # per chat, in order, bounded, the owner first (conversation/chattasks.py)
         self.access = Access(lambda: self.settings, Pairing(runtime))
         # Held while the inbox cannot store (unconfirmed to Telegram); each chat's queue is its chat's.

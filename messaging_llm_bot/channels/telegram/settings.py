@@ -97,7 +97,7 @@ def album_key(item: InboxItem) -> str | None:
 
 
 def message_of(update: telegram.Update) -> telegram.Message:
-    """The update's message; ValueError for an update without one (the handlers' filters let only those in)."""
+    """The update's message; ValueError for an update without one (the frontend's dispatch lets only those in)."""
     if update.message is None:
         raise ValueError(f"update {update.update_id} carries no message")
     return update.message
@@ -111,7 +111,7 @@ def message_fingerprint(message: telegram.Message) -> str:
 
 def is_command(message: telegram.Message) -> bool:
     """True when the message text starts with a bot command entity. A forward is never a command: it is
-    someone else's message, passed on (the handlers' ``~filters.FORWARDED`` says the same to PTB)."""
+    someone else's message, passed on."""
     return bool(
         message.text
         and message.forward_origin is None

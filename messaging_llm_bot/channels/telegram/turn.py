@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import telegram
@@ -59,38 +59,26 @@ log = logging.getLogger(__name__)
 
 
 class TelegramTurns(ChatTurns):
-    """Runs turns for the Telegram frontend; one instance per application."""
+    """Runs turns for the Telegram frontend; one instance per running bot."""
 
-    platform: TelegramOut  # over the bot, set when the frontend is built (Frontend), before any update
+    platform: TelegramOut
     SEND_ERRORS = (TelegramDeliveryError, TelegramError, DeliveryError)
     MAX_FILE_BYTES = CAPABILITIES.max_file_bytes
     VOICE_REPLIES = True
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        inbox: Inbox,
-        settings_ref: Callable[[], TelegramSettings],
-        approvals: TelegramApprovals,
-    ) -> None:
+    def __init__(self, runtime: Runtime, inbox: Inbox, bot: telegram.Bot, approvals: TelegramApprovals) -> None:
         super().__init__(runtime, inbox, "telegram")
+        self.bot = bot
+        self.platform = TelegramOut(bot)
         self.approvals = approvals
-        self._settings_ref = settings_ref  # callable returning the current telegram record (changes on /reload)
         # Photos sent together: one turn (conversation/albums.py); the intake notes each part as it is stored.
         self.albums: Albums[InboxItem] = Albums(album_key, lambda item: item.item_id)
         self._albums: dict[str, list[InboxItem]] = {}  # item id -> the rest of its album, while it is answered
 
     @property
-    def bot(self) -> telegram.Bot:
-        return self.platform.bot
-
-    @bot.setter
-    def bot(self, bot: telegram.Bot) -> None:
-        self.platform = TelegramOut(bot)
-
-    @property
     def settings(self) -> TelegramSettings:
-        return self._settings_ref()
+        """The runtime's current ``telegram`` record (a ``/reload`` changes the owner)."""
+        return self.runtime.settings.telegram
 
     async def answer(self, item: InboxItem) -> None:
         """Answer ``item`` and complete it (conversation/chat_turns.py), with the rest of its album
