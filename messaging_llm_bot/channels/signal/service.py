@@ -39,8 +39,6 @@ from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
 
 log = logging.getLogger(__name__)
 
-REFUSED_LOG = "state/signal/refused.log"  # the strangers told their id (once: kept across restarts)
-
 
 class SignalService(ChannelService):
     """One running Signal bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
@@ -87,7 +85,7 @@ class SignalService(ChannelService):
         self.approvals = ReplyApprovals("signal", out.ask)
         self.turns = self.shutdown.turns = SignalTurns(self.runtime, inbox, out, self.identities, self.approvals)
         await self.learn_account_uuid()
-        self.strangers = Strangers.told_once(self.runtime, "signal", REFUSED_LOG)
+        self.strangers = Strangers.told_once(self.runtime, "signal", "state/signal/refused.log")  # kept across restarts
         await self.strangers.load()
         loop = asyncio.get_running_loop()
         self.notices = notices = self.owner_notices(self.turns.send_to, lambda: self.settings.owner_id)

@@ -1,7 +1,5 @@
-"""Incoming envelopes as records, and who/what the bot answers (whom the ``signal`` record allows and makes the
-owner: its ``Allowlist``, assistant_framework/config/settings/allowlist.py).
-
-Pure functions only: no network, no files.
+"""Incoming envelopes as records (their attachments' kinds and names, mentions, quotes), whom a message addresses,
+and how a chat is addressed in a send. Pure functions only: no network, no files.
 """
 
 from __future__ import annotations

@@ -61,9 +61,7 @@ class SignalTurns(ChatTurns):
         approvals: ReplyApprovals | None = None,
     ) -> None:
         super().__init__(runtime, inbox, "signal")
-        self.platform, self.client = platform, platform.client
-        self.identities = identities
-        self.approvals = approvals
+        self.platform, self.identities, self.approvals = platform, identities, approvals
         self.account_uuid: str | None = None
 
     @property
@@ -104,7 +102,7 @@ class SignalTurns(ChatTurns):
         if self.settings.typing:
             calls.append(("sendTyping", recipient_params(msg.chat)))
         try:
-            results = await self.client.batch(calls)
+            results = await self.platform.client.batch(calls)
         except SignalUnavailable as err:
             log.debug("signal: read receipt for %s failed: %s", msg.timestamp, err)
             return False
@@ -177,7 +175,7 @@ class SignalTurns(ChatTurns):
         params = {"id": att.get("id")}
         params.update({"groupId": msg.group_id} if msg.group_id else {"recipient": msg.sender})
         try:
-            result = await self.client.rpc("getAttachment", params)
+            result = await self.platform.client.rpc("getAttachment", params)
             return base64.b64decode(str((result or {}).get("data") or ""), validate=True)
         except (SignalRpcError, SignalUnavailable) as err:
             return f"Getting the file from signal-cli failed: {err}"
