@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests import preload
@@ -73,15 +75,30 @@ class TypedLines:
         return self.lines.pop(0) if self.lines else ""
 
 
+#: An escape sequence (CSI, a character set, keypad modes); a cursor move right (``ESC [ n C``) shows as spaces.
+ESCAPE = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z~])|\x1b[()][0-9A-Za-z]|\x1b[=>78]")
+PARTIAL_ESCAPE = re.compile(r"\x1b(\[[0-9;?]*|[()])?$")
+ROWS, COLUMNS = 24, 80
+
+
+def _as_text(match: re.Match[str]) -> str:
+    return " " * int(match.group(1) or 1) if match.group(2) == "C" else ""
+
+
 class Terminal:
-    """The bot on a pty: ``type`` keys, ``wait_for`` output."""
+    """The bot on a pty: ``type`` keys, ``wait_for`` output. ``output`` is what was printed, escapes taken out (the
+    prompt's line editor draws with them); ``screen`` what a terminal shows (pyte, a terminal emulator)."""
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path = REPO) -> None:
+        import fcntl
         import pty  # POSIX only: the tests using it skip elsewhere
+        import struct
+        import termios
 
         self.master, slave = pty.openpty()
-        env = {**{k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}, **(env or {})}
-        env["TERM"] = "xterm"
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        self.slave_name = os.ttyname(slave)
+        env = {**{k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}, "TERM": "xterm", **(env or {})}
         # A session of its own with the pty as its controlling terminal, so Ctrl-C typed there is a SIGINT to
         # it (as in a real terminal), and SIGINT handled even if the test runner ignores it.
         self.proc = preload.popen(
@@ -89,14 +106,24 @@ class Terminal:
         )
         os.close(slave)
         self.output = ""
+        self.raw = b""
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._held = ""  # an escape sequence cut by a read, completed by the next
+        self._marks: list[tuple[int, int]] = [(0, 0)]  # (len(output), len(raw)) after each read
 
     def _read(self, timeout: float) -> None:
         ready, _, _ = select.select([self.master], [], [], timeout)
         if ready:
             try:
-                self.output += os.read(self.master, 65536).decode("utf-8", "replace")
+                data = os.read(self.master, 65536)
             except OSError:
-                pass
+                return
+            self.raw += data
+            text = self._held + self._decoder.decode(data)
+            cut = PARTIAL_ESCAPE.search(text)
+            self._held, text = (text[cut.start() :], text[: cut.start()]) if cut else ("", text)
+            self.output += ESCAPE.sub(_as_text, text)
+            self._marks.append((len(self.output), len(self.raw)))
 
     def wait_for(self, text: str, timeout: float = 30, start: int = 0) -> None:
         deadline = time.monotonic() + timeout
@@ -120,21 +147,36 @@ class Terminal:
         os.write(self.master, keys.encode())
 
     def lines_shown(self, start: int = 0) -> list[str]:
-        """The lines a terminal shows of the output after ``start``: a carriage return goes back to the line's
-        start (what follows overwrites it), ``ESC [ K`` clears the rest of the line, other escapes show nothing."""
-        lines, line, col = [], "", 0
-        for piece in re.split(r"(\x1b\[[0-9;?]*[A-Za-z]|\r|\n)", self.output[start:]):
-            if piece == "\n":
-                lines.append(line)
-                line, col = "", 0
-            elif piece == "\r":
-                col = 0
-            elif piece == "\x1b[K":
-                line = line[:col]
-            elif not piece.startswith("\x1b"):
-                line = line[:col].ljust(col) + piece + line[col + len(piece) :]
-                col += len(piece)
-        return [*lines, line]
+        """The lines a terminal shows of the output from ``start`` (a length of ``output`` once read; an offset
+        inside a read counts from that read's start), through a terminal emulator; empty lines at the end left out."""
+        import pyte
+
+        raw_at = max(raw for text, raw in self._marks if text <= start)
+        screen = pyte.Screen(COLUMNS, 1000)
+        pyte.ByteStream(screen).feed(self.raw[raw_at:])
+        lines = [line.rstrip() for line in screen.display]
+        while lines and not lines[-1]:
+            lines.pop()
+        return lines
+
+    def wait_shown(self, check: Callable[[list[str]], bool], what: str, timeout: float = 30) -> None:
+        """Wait until ``check`` holds for the lines the terminal shows."""
+        deadline = time.monotonic() + timeout
+        while not check(self.lines_shown()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} not shown; the screen:\n" + "\n".join(self.lines_shown()[-30:]))
+            self._read(0.2)
+
+    def cooked(self) -> bool:
+        """The terminal is in cooked mode (its line discipline holds a line until Enter; a Ctrl-D is an end of
+        input, which raw mode read later takes for a NUL)."""
+        import termios
+
+        fd = os.open(self.slave_name, os.O_RDONLY | os.O_NOCTTY)
+        try:
+            return bool(termios.tcgetattr(fd)[3] & termios.ICANON)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         if self.proc.poll() is None:

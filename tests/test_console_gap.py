@@ -1,8 +1,8 @@
-"""The terminal chat on a real pseudo-terminal, with something happening in the gap between the chat deciding to
-prompt and readline reading the terminal (tests/console_window.py holds the chat there, so the race is an order): a
-notice shown then, a Ctrl-D or a line typed then. The terminal is in cooked mode in that gap, and readline's switch
-to raw mode turns a Ctrl-D waiting there into a NUL: the chat reads such a Ctrl-D (or a whole line) itself, and
-shows no prompt before readline reads (channels/console/extras.py)."""
+"""The terminal chat on a real pseudo-terminal, with something happening in the gap between two prompts
+(tests/console_window.py holds the chat there, so the race is an order): a notice printed then, a Ctrl-D or a line
+typed then. The terminal stays in raw mode in that gap (a Ctrl-D typed in cooked mode became a NUL once readline
+switched to raw mode, and was lost): what was typed there is read by the next prompt, as typed
+(channels/console/extras.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
 
 
 class Gap:
-    """The terminal chat at a pty, held in the gap after its first reply (to "hello": "ok!") until ``go``."""
+    """The terminal chat at a pty, held in the gap after its first line sent ("hello", answered "ok!") until
+    ``go``."""
 
     def __init__(self, tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path) -> None:
         self.seen: list[str] = []
@@ -38,11 +39,13 @@ class Gap:
         self.term = Terminal([*argv, "--config", str(config), "--workspace", str(self.ws.root)])
 
     def held(self) -> int:
-        """Send "hello", wait until the chat is held in the gap after the reply; where the output is then."""
+        """Send "hello", wait until the chat is held in the gap after it and the reply is printed; where the output
+        is then. The terminal is in raw mode there: no key typed is a line discipline's."""
         self.term.wait_for("you> ")
         self.term.type("hello\r")
         self.term.wait_for("ok!")
         self.term.wait_for(HELD + "\r\n")
+        assert not self.term.cooked()
         return len(self.term.output)
 
     def go(self, word: str = "go") -> None:
@@ -75,8 +78,8 @@ def gap(tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path):
 
 
 def test_ctrl_d_typed_in_the_gap_while_a_notice_comes_ends_the_chat(gap: Gap) -> None:
-    """The old chat printed the notice with a prompt of its own in the gap; a Ctrl-D typed there, before readline
-    read, became a NUL in readline's line and the chat went on."""
+    """A Ctrl-D typed in the gap, before a prompt reads: in cooked mode it became a NUL in readline's line and the
+    chat went on."""
     gap.held()
     gap.term.type("\x04")  # Ctrl-D while the terminal is in cooked mode, not read yet
     gap.go("readable")
@@ -85,10 +88,9 @@ def test_ctrl_d_typed_in_the_gap_while_a_notice_comes_ends_the_chat(gap: Gap) ->
 
 
 def test_ctrl_d_at_the_prompt_shown_after_a_notice_from_the_gap_ends_the_chat(gap: Gap) -> None:
-    """The notice that came in the gap is printed once readline reads, above its prompt: a Ctrl-D typed at the
-    first prompt seen after it is read by readline."""
-    mark = gap.held()
-    assert NOTICE not in gap.term.output[mark:]  # no prompt, nothing printed, before the read
+    """The notice that came in the gap is printed there, once; a Ctrl-D typed at the first prompt after it ends the
+    chat."""
+    gap.held()
     gap.go()
     gap.term.wait_for(NOTICE)
     gap.term.wait_for("you> ", start=gap.term.output.index(NOTICE))
@@ -99,17 +101,16 @@ def test_ctrl_d_at_the_prompt_shown_after_a_notice_from_the_gap_ends_the_chat(ga
 
 def test_a_line_begun_in_the_gap_while_a_notice_comes_arrives_and_is_shown_whole(gap: Gap) -> None:
     mark = gap.held()
-    gap.term.type("wor")  # begun before readline reads: the terminal holds and echoes it
-    gap.term.wait_for("wor", start=mark)
+    gap.term.type("wor")  # begun before a prompt reads: the terminal holds it, the prompt shows it
     gap.go()
-    gap.term.wait_for(NOTICE)
+    gap.term.wait_shown(lambda shown: shown[-1] == "you> wor", "the line begun at the prompt")
     gap.term.type("ld\r")
-    gap.term.wait_for("ok!", start=gap.term.output.index(NOTICE))
+    gap.term.wait_for("ok!", start=gap.term.output.index("wor", mark))
     gap.term.wait_for("you> ", start=gap.term.output.rindex("ok!"))
     gap.term.type("\x04")
     gap.ends()
     assert gap.seen[1].startswith("world"), gap.seen
-    shown = gap.term.lines_shown(mark)
+    shown = gap.term.lines_shown()
     assert NOTICE in shown and "you> world" in shown, shown  # one prompt, the whole line after it
     assert shown.index(NOTICE) < shown.index("you> world")
     assert not [line for line in shown if "wor" in line and line != "you> world"], shown
@@ -119,11 +120,12 @@ def test_a_whole_line_typed_in_the_gap_is_answered_and_kept_in_the_history(gap: 
     mark = gap.held()
     gap.term.type("typed early\r")
     gap.go("readable")
-    gap.term.wait_for("typed early", start=mark)  # echoed by the terminal: it is in cooked mode
+    gap.term.wait_for("typed early", start=mark)  # shown by the prompt that read it
     gap.term.wait_for("ok!", start=gap.term.output.index("typed early", mark))
+    gap.term.wait_shown(lambda shown: "you> typed early" in shown, "the line at its prompt")
     gap.term.wait_for("you> ", start=gap.term.output.rindex("ok!"))
     gap.term.type("\x04")
     gap.ends()
     assert gap.seen[1].startswith("typed early"), gap.seen
     assert gap.term.output.count(NOTICE) == 1
-    assert "typed early" in (gap.ws.root / "state" / "console_history").read_text()
+    assert "+typed early" in (gap.ws.root / "state" / "console_history").read_text().splitlines()

@@ -1,6 +1,6 @@
 """Scheduled jobs in the terminal chat, through the real chat on a pseudo-terminal (``python -m
 messaging_llm_bot --frontend console``): a job made there runs while the chat is open and its reply is
-printed between prompts, never into a line being typed; a run is made and printed once, also when the
+printed above the prompt, never into a line being typed; a run is made and printed once, also when the
 chat is left before the reply could be printed and after a crash; a scripted (piped) chat runs no jobs.
 
 The jobs are due at once when the test writes them (created an interval and ten seconds ago, as in
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -116,17 +117,14 @@ def test_a_job_runs_while_the_chat_is_open_and_prints_between_prompts(tmp_path, 
         term.type("hel")  # a line being typed, not sent
         mark = len(term.output)
         ws.write_json(JOBS_FILE, [*ws.read_json(JOBS_FILE), due_now("j2", prompt="Which tasks are open?")])
-        wait_until(
-            lambda: any("No open tasks." in reply for reply in recorded_replies(ws)),
-            term,
-            "the prompt job's reply made and recorded",
-        )
-        term._read(1.0)  # what the chat would print now
-        assert "No open tasks." not in term.output[mark:]  # not into the line being typed
+        term.wait_for("No open tasks.", start=mark)  # above the line being typed, which stays whole below it
+        term.wait_for(f"{PROMPT}hel", start=term.output.index("No open tasks.", mark))
+        shown = term.lines_shown()
+        assert shown[-1] == f"{PROMPT}hel" and "No open tasks." in shown, shown
+        assert [line for line in shown if "hel" in line and "/help" not in line] == [f"{PROMPT}hel"], shown
         term.type("lo\r")
-        term.wait_for("ok!", start=mark)
-        term.wait_for("No open tasks.", start=term.output.index("ok!", mark))  # after the answer to "hello"
-        term.wait_for(PROMPT, start=term.output.index("No open tasks.", mark))
+        term.wait_for("ok!", start=term.output.index("No open tasks.", mark))
+        term.wait_for(PROMPT, start=term.output.index("ok!", mark))
         term.type("\x04")  # Ctrl-D
         assert term.proc.wait(30) == 0
     finally:
@@ -138,22 +136,27 @@ def test_a_job_runs_while_the_chat_is_open_and_prints_between_prompts(tmp_path, 
     assert pending_files(ws) == []
 
 
-def test_a_reply_waiting_when_the_chat_is_left_is_printed_once_at_the_next_start(
-    tmp_path, chat_server, test_skills_dir
-):
+def test_a_reply_made_as_the_chat_is_left_is_printed_once_at_the_next_start(tmp_path, chat_server, test_skills_dir):
+    """The run's reply comes once the chat is leaving (Ctrl-D; the run is given a moment to end): it is recorded and
+    not printed, and stays in the inbox."""
     config = chat_config(tmp_path, chat_server, test_skills_dir)
     ws = Workspace(tmp_path / "ws")
-    chat_server.set_handler(lambda request: '{"reply": "Two tasks are open."}')
+    go = threading.Event()
+    chat_server.set_handler(lambda request: (go.wait(30), '{"reply": "Two tasks are open."}')[1])
     term = open_chat(config, ws)
+    log = ws.root / "state" / "logs" / "console.log"
     try:
         term.wait_for(PROMPT)
-        term.type("hel")  # the reply waits behind the line being typed
         ws.write_json(JOBS_FILE, [due_now("j1", prompt="Which tasks are open?")])
-        wait_until(lambda: any("Two tasks" in r for r in recorded_replies(ws)), term, "the reply made and recorded")
-        term.proc.terminate()  # SIGTERM leaves the chat (status 0) with the reply not printed
+        wait_until(lambda: chat_server.chat_requests, term, "the run asking the model")
+        term.type("\x04")  # Ctrl-D: the chat leaves, the run still making its reply
+        wait_until(lambda: "stopping; waiting up to" in log.read_text(), term, "the chat leaving")
+        go.set()
         assert term.proc.wait(30) == 0
     finally:
+        go.set()
         term.close()
+    assert any("Two tasks" in r for r in recorded_replies(ws))
     assert "Two tasks are open." not in term.output
     assert ws.read_jsonl(RUNS_FILE) == [] and len(pending_files(ws)) == 1  # not lost: still in the inbox
     again = start_until_done(config, ws, "Two tasks are open.")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from datetime import datetime, timedelta, timezone
@@ -44,16 +43,15 @@ def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_ser
         term.wait_for("⏰ stretch your legs")  # due before the start: delivered at once
         term.type("hello there\r")
         term.wait_for("ok!")
-        # The next prompt (readline reading again), searched after the reply: it may have come in
+        # The next prompt, searched after the reply: it may have come in
         # the same read as the reply, so not from the output's end.
         term.wait_for("you> ", start=term.output.index("ok!"))
         mark = len(term.output)
         term.type("\x1b[A\r")  # Up, Enter: the last line again
         term.wait_for("ok!", start=mark)
         assert "^[[A" not in term.output
-        # Readline reading again (its prompt after the reply): the reminder comes while the owner sits at the
-        # prompt (printed by the main thread, woken by a signal), and the Ctrl-D below is read by readline (one
-        # typed before readline reads is read by the chat itself: tests/test_console_gap.py).
+        # The prompt after the reply: the reminder comes while the owner sits at it (printed above it), and the
+        # Ctrl-D below is read by it.
         term.wait_for("you> ", start=term.output.index("ok!", mark))
         store.add("console", "drink water", datetime.now(timezone.utc), "UTC")  # due while the chat runs
         term.wait_for("⏰ drink water", timeout=30)
@@ -68,9 +66,49 @@ def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_ser
     assert [p for p in [ws.root, *ws.root.rglob("*")] if not p.is_symlink() and p.stat().st_mode & 0o077] == []
 
 
-def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, screen, poll: float | None = 0.2):
+def test_a_reminder_during_a_reverse_search_leaves_the_search_on_the_screen(
+    tmp_path: Path, chat_server, test_skills_dir
+) -> None:
+    """Ctrl-R at the prompt, then a reminder comes: it is printed above, and the search stays below it, as it was
+    (readline's chat printed the reminder over the search, its line buffer being empty, and showed the plain prompt
+    till the next key); the search then finds the line sent before."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    ws = Workspace(tmp_path / "ws")
+    store = ReminderStore(ws)
+    seen: list[str] = []
+    chat_server.set_handler(lambda request: (seen.append(request["messages"][-1]["content"]), '{"reply": "ok!"}')[1])
+    argv = [sys.executable, "-m", "tests.console_quick_reminders", "--frontend", "console", "--config", str(config)]
+    term = Terminal([*argv, "--workspace", str(ws.root)])
+    try:
+        term.wait_for("you> ")
+        term.type("hello there\r")
+        term.wait_for("ok!")
+        term.wait_for("you> ", start=term.output.index("ok!"))
+        term.type("\x12")  # Ctrl-R
+        term.wait_for("(reverse-i-search)")
+        store.add("console", "drink water", datetime.now(timezone.utc), "UTC")
+        term.wait_for("⏰ drink water", timeout=30)
+
+        term.wait_shown(
+            lambda shown: "⏰ drink water" in shown and shown[-1].startswith("(reverse-i-search)"),
+            "the search below the reminder",
+            timeout=10,
+        )
+        term.type("hel")
+        term.wait_for("hello there", start=term.output.rindex("(reverse-i-search)"))
+        term.type("\r\r")  # the search ends at the line found; Enter sends it
+        wait_until(lambda: len(seen) == 2, 30, "the line found sent")
+        term.wait_for("you> ", start=term.output.rindex("ok!"))
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert [text.split("\n")[0] for text in seen] == ["hello there", "hello there"], seen
+
+
+def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, out, poll: float | None = 0.2):
     """The terminal chat's channel (console/service.py) as the chat starts it at a terminal, with no one typing:
-    it joins the process's one scheduler, and prints what comes on ``screen``. ``poll``: how often it reads the
+    it joins the process's one scheduler, and prints what comes on ``out``. ``poll``: how often it reads the
     reminder store (None: the chat's own)."""
     import io
 
@@ -78,7 +116,7 @@ def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, screen
     from tests.telegram_harness import make_runtime
 
     runtime = make_runtime(bot_config, workspace, tmp_path)
-    jobs = ConsoleService(runtime, Terminal(io.StringIO(), io.StringIO(), io.StringIO(), screen))
+    jobs = ConsoleService(runtime, Terminal(io.StringIO(), out, io.StringIO(), True))
     if poll is not None:
         jobs.reminder_poll_seconds = poll
     jobs.start()
@@ -92,18 +130,13 @@ def _statuses(store: ReminderStore) -> dict[str, str]:
 def test_console_reminders_deliver_only_this_chats_due_reminders(bot_config, workspace, tmp_path: Path) -> None:
     import io
 
-    from messaging_llm_bot.channels.console.extras import Screen
-
     store = ReminderStore(workspace)
     now = datetime.now(timezone.utc)
     store.add("console", "due", now - timedelta(minutes=1), "UTC")
     store.add("console", "later", now + timedelta(hours=1), "UTC")
     store.add(12345, "telegram's", now - timedelta(minutes=1), "UTC")
     out = io.StringIO()
-    screen = Screen(out, lambda: "")
-    screen.before_prompt()
-    screen.reading()  # at an empty prompt, read: printed at once
-    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen)
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, out)
     try:
         wait_until(lambda: _statuses(store)["due"] == "delivered", what="the due reminder printed")
     finally:
@@ -131,12 +164,11 @@ def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
     import io
 
     from messaging_llm_bot.channels.console import service as console_service
-    from messaging_llm_bot.channels.console.extras import Screen
     from messaging_llm_bot.conversation import reminders as channel_reminders
     from messaging_llm_bot.conversation.job_router import job_router
 
     assert console_service.REMINDER_POLL_SECONDS <= 5 < channel_reminders.POLL_SECONDS  # the other channels' 30 s
-    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, Screen(io.StringIO(), lambda: ""), poll=None)
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, io.StringIO(), poll=None)
     try:  # the chat's own interval is the one its scheduler polls at
         assert _reminders(runtime).poll_seconds == console_service.REMINDER_POLL_SECONDS
     finally:
@@ -145,10 +177,7 @@ def test_a_reminder_set_outside_the_running_chat_is_printed_within_seconds(
     store = ReminderStore(workspace)
     store.add("console", "first", datetime.now(timezone.utc) - timedelta(minutes=1), "UTC")
     out = io.StringIO()
-    screen = Screen(out, lambda: "")
-    screen.before_prompt()
-    screen.reading()  # at an empty prompt, read: printed at once
-    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen, poll=0.2)
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, out, poll=0.2)
     try:
         assert _reminders(runtime).poll_seconds == 0.2
         # Due at the start: printed once the scheduler read the store; from now on only its polls see new ones.
@@ -237,7 +266,7 @@ def test_ctrl_c_at_a_confirmation_question_declines_it_and_stops_without_enter(
     try:
         term.wait_for("you> ")
         term.type("save my plan\r")
-        term.wait_for("[y/N] ")
+        term.wait_for("[y/N]")
         term.type("\x03")  # Ctrl-C, no Enter
         term.wait_for("⏹ Stopped.")
         term.wait_for("you> ", start=term.output.index("⏹ Stopped."))
@@ -247,43 +276,6 @@ def test_ctrl_c_at_a_confirmation_question_declines_it_and_stops_without_enter(
         term.close()
     assert not (tmp_path / "ws" / "notes" / "plan.md").exists()
     assert len(chat_server.chat_requests) == 1  # no round after the stop
-
-
-def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_unshown_stays_due(
-    bot_config, workspace, tmp_path: Path
-) -> None:
-    import io
-
-    from messaging_llm_bot.channels.console.extras import Screen
-
-    store = ReminderStore(workspace)
-    now = datetime.now(timezone.utc)
-    store.add("console", "stretch *now*", now - timedelta(minutes=1), "UTC")
-    out, typed = io.StringIO(), ["hel"]
-    screen = Screen(out, lambda: typed[0])
-    screen.before_prompt()
-    screen.reading()  # the user sits at the prompt, typing "hel"
-    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen)
-    try:
-        wait_until(lambda: screen._waiting, what="the reminder waiting for a gap")
-        assert out.getvalue() == ""  # not printed into the line being typed
-        typed[0] = ""
-        screen.after_prompt()  # the line is sent
-        screen.before_prompt()  # answered: the gap before the next prompt
-        screen.reading()
-        wait_until(lambda: _statuses(store)["stretch *now*"] == "delivered", what="the reminder delivered")
-        assert "⏰ stretch *now*\n\n" in out.getvalue()  # as typed, between the lines
-        store.add("console", "drink water", now - timedelta(minutes=1), "UTC")
-        typed[0] = "typing"
-        screen.after_prompt()
-        screen.before_prompt()
-        screen.reading()
-        wait_until(lambda: screen._waiting, timeout=15, what="the next reminder waiting for a gap")
-        jobs.stop(10)  # the chat ends while the reminder waits
-    finally:
-        jobs.stop(10)
-        runtime.shutdown(5)
-    assert _statuses(store)["drink water"] == "pending"  # shown at the next start
 
 
 def test_a_notice_left_by_the_last_run_is_printed_once_between_the_lines_at_the_next_start(
@@ -330,18 +322,14 @@ def test_a_notice_left_by_the_last_run_is_printed_once_between_the_lines_at_the_
 
 
 def test_a_collectors_notice_is_printed_between_the_lines_once(bot_config, workspace, tmp_path: Path) -> None:
-    """A collector's notice (from its thread) goes through the inbox like a reply and is printed between the
-    user's lines: at once at an empty prompt; the item completed once printed."""
+    """A collector's notice (from its thread) goes through the inbox like a reply and is printed above the prompt,
+    at once; the item completed once printed."""
     import io
 
     from assistant_framework.inbox import Inbox
-    from messaging_llm_bot.channels.console.extras import Screen
 
     out = io.StringIO()
-    screen = Screen(out, lambda: "")
-    screen.before_prompt()
-    screen.reading()  # at an empty prompt, read
-    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen)
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, out)
     try:
         jobs.notify_from_thread("rss", "a *new* item")
         wait_until(lambda: "📬 rss: a *new* item" in out.getvalue(), what="the notice printed")
@@ -352,67 +340,23 @@ def test_a_collectors_notice_is_printed_between_the_lines_once(bot_config, works
     assert out.getvalue().count("📬 rss") == 1
 
 
-def test_at_readlines_prompt_a_text_is_printed_by_the_main_thread_woken_for_it() -> None:
-    """At readline's prompt a text shown from another thread is printed by the thread woken for it (chat.py: the
-    main thread, by a signal, between readline's keys), never by the thread showing it: from there it could land
-    between readline taking a key and showing it, and wipe the line's start from view. Typed: it waits; the line
-    emptied, it wakes the main thread again."""
-    import io
-    import threading
+def test_the_line_history_is_private_and_keeps_the_last_thousand_lines(tmp_path: Path) -> None:
+    """What was typed is the owner's alone whatever the umask (0600 before a line is written, its folder 0700), and
+    the file is kept to the last HISTORY_LENGTH lines at each start (prompt_toolkit's file history only grows)."""
+    import os
 
-    from messaging_llm_bot.channels.console.extras import CLEAR_LINE, PROMPT, Screen
+    from messaging_llm_bot.channels.console.extras import HISTORY_LENGTH, History
 
-    writers: list[int] = []
-
-    class Out(io.StringIO):
-        def write(self, text: str) -> int:
-            writers.append(threading.get_ident())
-            return super().write(text)
-
-    out, typed, woken = Out(), [""], threading.Event()
-    screen = Screen(out, lambda: typed[0], woken.set)
-    screen.before_prompt()
-    screen.reading()
-    shown: list[bool] = []
-    showing = threading.Thread(target=lambda: shown.append(screen.show("⏰ stretch")))
-    showing.start()
-    assert woken.wait(10)
-    assert out.getvalue() == ""  # not printed by the thread showing it
-    screen.print_at_prompt()  # the main thread, woken
-    showing.join(10)
-    assert shown == [True] and out.getvalue() == f"{CLEAR_LINE}⏰ stretch\n\n{PROMPT}"
-    assert set(writers) == {threading.get_ident()}
-
-    typed[0], before = "hel", out.getvalue()
-    showing = threading.Thread(target=lambda: shown.append(screen.show("⏰ drink")))
-    showing.start()
-    wait_until(lambda: screen._waiting, what="the text waiting")
-    screen.print_at_prompt()  # woken while a line is typed: nothing is printed into it
-    assert out.getvalue() == before
-    woken.clear()
-    typed[0] = ""  # the line emptied (Ctrl-U): the waiting text wakes the main thread again
-    assert woken.wait(10)
-    screen.print_at_prompt()
-    showing.join(10)
-    assert shown == [True, True] and out.getvalue() == f"{before}{CLEAR_LINE}⏰ drink\n\n{PROMPT}"
-
-
-def test_a_question_printed_at_the_prompt_counts_as_asked_though_its_answer_came_at_once() -> None:
-    """The question's event is the chat's ``asked``, which the main thread clears as soon as it reads the answer:
-    ``ask`` returned False ("the chat ended") when that answer came before the asking thread looked, and the
-    owner's "y" to a served client's call was declined (test_console_approve failed one run in three)."""
-    import threading
-
-    from messaging_llm_bot.channels.console.extras import Screen
-
-    screen = Screen(io.StringIO(), lambda: "")
-    asked, shown = threading.Event(), []
-    screen.before_prompt()  # the main thread is about to read: a question waits for the prompt
-    asking = threading.Thread(target=lambda: shown.append(screen.ask("Confirm? [y/N]", asked)))
-    asking.start()
-    wait_until(lambda: screen._waiting, what="the question waiting for the prompt")
-    with screen._lock:  # printed and answered before the asking thread can look
-        screen._print_waiting("you> ")
-        asked.clear()  # the main thread read "y": answer_question clears it
-    asking.join(10)
-    assert shown == [True] and "Confirm? [y/N]" in screen.out.getvalue()
+    path = tmp_path / "ws" / "state" / "console_history"
+    previous = os.umask(0o022)
+    try:
+        history = History(path)
+        for number in range(HISTORY_LENGTH + 5):
+            history.store_string(f"line {number}")
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o077 == 0 and path.parent.stat().st_mode & 0o077 == 0
+    kept = list(History(path).load_history_strings())  # the newest first
+    assert len(kept) == HISTORY_LENGTH and kept[0] == f"line {HISTORY_LENGTH + 4}" and kept[-1] == "line 5"
+    assert list(History(path).load_history_strings()) == kept  # what the start kept is what the file holds
+    assert path.stat().st_mode & 0o077 == 0

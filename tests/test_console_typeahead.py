@@ -1,8 +1,7 @@
-"""The terminal chat on a real pseudo-terminal, with keys that come faster than readline takes them: lines pasted
-(or typed quickly) at the prompt, a line typed while the answer is written, keys typed right after Enter. While
-readline reads, the terminal is in raw mode: readline takes the first line and returns, and what came with it waits
-in the terminal, typed but never shown; the chat reads it itself (channels/console/extras.py: ``Keyboard``). Each
-line is taken once, in order, with no further key; keys typed with no Enter yet start the next prompt's line."""
+"""The terminal chat on a real pseudo-terminal, with keys that come faster than one line is answered: lines pasted
+(or typed quickly) at the prompt, a line typed while the answer is written, keys typed right after Enter. The prompt
+stays while an answer is written, and the terminal in raw mode (channels/console/extras.py): each line is taken
+once, in order, with no further key, and shown where it was typed; keys typed with no Enter yet are the prompt's."""
 
 from __future__ import annotations
 
@@ -84,15 +83,23 @@ def _started(chat: Chat) -> Iterator[Chat]:
 
 
 def test_three_lines_pasted_at_the_prompt_are_each_answered_once_in_order(chat: Chat) -> None:
-    """Python's readline module turns readline's bracketed paste off: a paste comes as keys typed quickly, each line
-    ended by a CR. The lines after the first, typed while readline read (raw mode: nothing echoed), are shown below
-    it as the terminal shows lines typed ahead."""
-    chat.term.type("one\rtwo\rthree\r")  # one write: readline, in raw mode, takes "one"; the rest waits
+    """A terminal without bracketed paste sends a paste as keys typed quickly, each line ended by a CR: each line is
+    shown at its prompt, once, in order."""
+    chat.term.type("one\rtwo\rthree\r")  # one write: the prompt takes "one"; the rest is typed ahead
     chat.answered("one", "two", "three")
     chat.prompt_after("ok: three")
     shown = chat.term.lines_shown()
-    assert shown[shown.index("you> one") :][:3] == ["you> one", "two", "three"], shown  # as typed ahead, once
-    assert shown.count("two") == shown.count("three") == 1, shown
+    assert shown[shown.index("you> one") :][:3] == ["you> one", "you> two", "you> three"], shown  # once, in order
+    assert shown.count("you> two") == shown.count("you> three") == 1, shown
+    chat.ends()
+
+
+def test_a_bracketed_paste_of_three_lines_is_each_line_answered_once_in_order(chat: Chat) -> None:
+    """A terminal with bracketed paste (prompt_toolkit turns it on) sends the paste as one piece: its lines are sent
+    at once, each its own message."""
+    chat.term.type("\x1b[200~one\ntwo\nthree\n\x1b[201~")
+    chat.answered("one", "two", "three")
+    chat.prompt_after("ok: three")
     chat.ends()
 
 
@@ -106,9 +113,8 @@ def test_lines_and_a_ctrl_d_typed_at_once_are_answered_then_the_chat_ends(chat: 
 
 
 def test_keys_typed_right_after_enter_start_the_next_prompts_line_and_ctrl_c_still_stops(chat: Chat) -> None:
-    """Typed before readline gave the terminal back, "tw" waited there with no Enter: read as a line, it held the
-    main thread until the next Enter (no prompt after the answer; a Ctrl-C left it in ``stdin``'s buffer). It is
-    the next line's start, shown once, by readline after the prompt, and Ctrl-C stops the answer meanwhile."""
+    """Typed right after Enter, "tw" is the line being typed at the prompt while the answer is written; a Ctrl-C
+    stops the answer, and "tw" stays the line being typed, shown once, after the prompt."""
     chat.go.clear()  # the model holds its answer
     chat.term.type("one\rtw")
     chat.answered("one")
@@ -119,9 +125,40 @@ def test_keys_typed_right_after_enter_start_the_next_prompts_line_and_ctrl_c_sti
     chat.term.type("o\r")
     chat.answered("one", "two")
     chat.prompt_after("ok: two")
-    assert not [line for line in chat.term.lines_shown() if line.startswith("tw")]  # shown by readline alone
+    assert not [line for line in chat.term.lines_shown() if line.startswith("tw")]  # shown by the prompt alone
     chat.ends()
-    assert "two" in (chat.ws.root / "state" / "console_history").read_text().split()
+    assert "+two" in (chat.ws.root / "state" / "console_history").read_text().splitlines()
+
+
+def test_keys_typed_while_an_answer_is_written_are_shown_as_they_are_typed(chat: Chat) -> None:
+    """ "tw" typed right after Enter, "o" later, while the model holds the answer: the line is on the screen as
+    typed. Under readline the first keys waited in the terminal unshown and the terminal's cooked mode showed "o"
+    alone, till the next prompt."""
+    chat.go.clear()  # the model holds its answer
+    chat.term.type("one\rtw")
+    chat.answered("one")
+    chat.term.type("o")
+    chat.term.wait_shown(lambda shown: "you> two" in shown, "the line typed", timeout=10)
+    chat.go.set()
+    chat.term.type("\r")
+    chat.answered("one", "two")
+    chat.prompt_after("ok: two")
+    chat.ends()
+
+
+def test_the_terminal_stays_raw_while_an_answer_is_written_so_a_ctrl_d_then_ends_the_chat(chat: Chat) -> None:
+    """Readline's chat put the terminal in cooked mode between its reads: a Ctrl-D typed just as readline took the
+    terminal back was a NUL in its line, and lost. The terminal stays in raw mode from the first prompt to the end
+    of input; a Ctrl-D typed while the answer is written ends the chat once it is."""
+    chat.go.clear()
+    chat.term.type("one\r")
+    chat.answered("one")  # the model holds the answer: the chat is writing it
+    assert not chat.term.cooked()
+    chat.term.type("\x04")
+    chat.go.set()
+    chat.term.wait_for("ok: one")
+    assert chat.term.proc.wait(30) == 0
+    assert "Traceback" not in chat.term.output
 
 
 def test_a_line_typed_while_the_answer_is_made_joins_it_and_one_begun_waits_for_the_prompt(
@@ -136,7 +173,7 @@ def test_a_line_typed_while_the_answer_is_made_joins_it_and_one_begun_waits_for_
         chat.term.type("one\rtw")
         chat.answered("one")
         mark = len(chat.term.output)
-        chat.term.type("o\rthr")  # the terminal is in cooked mode: it shows both, and holds "thr"
+        chat.term.type("o\rthr")  # "two" sent; "thr" is the line being typed
         chat.term.wait_for("… added to the answer in progress", start=mark)
         chat.go.set()
         chat.answered("one", "two")  # the turn's next request carries it

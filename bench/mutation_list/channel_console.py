@@ -7,10 +7,11 @@ from mutation_list.common import BOT, KIT_CONSOLE_WEBCHAT, Mutation
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "busy-console-never-reads-meanwhile",
-        f"{BOT}/channels/console/chat.py",
-        "            elif not ended and keyboard.ready():",
-        "            elif False:",
-        "busy modes do nothing in the terminal chat: a line typed while it answers waits its turn",
+        f"{BOT}/channels/console/extras.py",
+        "            return bool(self.interactive and select.select([self.stdin.fileno()], [], [], 0)[0])",
+        "            return False",
+        "busy modes do nothing in the terminal chat not on a terminal of its own: a line typed while it answers "
+        "waits its turn",
         KIT_CONSOLE_WEBCHAT,
     ),
     Mutation(
@@ -23,91 +24,69 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_console_tty.py",),
     ),
     Mutation(
-        "console-prompt-ahead-of-the-read",
-        f"{BOT}/channels/console/extras.py",
-        "            self._prompting = True",
-        "            self._prompting = self._at_prompt = True",
-        "a notice coming between the chat's decision to prompt and readline's read is printed with a prompt of "
-        "its own while the terminal is still in cooked mode: a Ctrl-D typed at it is lost, a line begun there is "
-        "shown twice",
-        ("test_console_gap.py",),
-    ),
-    Mutation(
-        "console-ctrl-d-before-readline-lost",
-        f"{BOT}/channels/console/extras.py",
-        "    if keyboard.ready():",
-        "    if False:",
-        "a Ctrl-D typed before readline reads is left to readline, whose switch to raw mode makes a NUL of it: the "
-        "chat does not end",
-        ("test_console_gap.py",),
-    ),
-    Mutation(
-        "console-prompt-printed-from-any-thread",
-        f"{BOT}/channels/console/extras.py",
-        "            if self.wake is None and self._at_prompt and not self._typing():",
-        "            if self._at_prompt and not self._typing():",
-        "a reminder or job reply at readline's prompt is printed by the thread showing it, racing readline's "
-        "handling of a key: the key taken but shown before the text is wiped from view",
-        ("test_console_tty.py",),
-    ),
-    Mutation(
-        "console-main-thread-never-woken",
-        f"{BOT}/channels/console/chat.py",
-        "    return lambda: signal.pthread_kill(main, signum)",
-        "    return lambda: None",
-        "a reminder due while the owner sits at readline's prompt waits until the next line is sent",
-        ("test_console_tty.py",),
-    ),
-    Mutation(
-        "console-question-shown-read-from-its-event",
-        f"{BOT}/channels/console/extras.py",
-        "        return waiting.shown",
-        "        return waiting.printed.is_set()",
-        "a question answered at once after it is printed counts as not asked: the owner's yes is declined",
-        ("test_console_tty.py", "test_console_approve.py"),
-    ),
-    Mutation(
         "console-stop-typed-waits-its-turn",
         f"{BOT}/channels/console/chat.py",
-        '    if text.lower() == "/stop":',
-        "    if False:",
+        '        elif not _done(pending) and text.lower() == "/stop":',
+        "        elif False:",
         "/stop typed while the terminal chat answers waits behind that answer instead of stopping it",
         KIT_CONSOLE_WEBCHAT,
     ),
     Mutation(
-        "console-raw-enter-not-a-line",
-        f"{BOT}/channels/console/extras.py",
-        '        text = self._decoder.decode(data, final=not data).replace("\\r\\n", "\\n").replace("\\r", "\\n")',
-        "        text = self._decoder.decode(data, final=not data)",
-        "lines pasted or typed quickly at readline's prompt, left in the terminal with raw mode's Enter (a CR), are "
-        "one line never ended: only the first is answered, the rest wait for a further Enter",
-        ("test_console_typeahead.py",),
+        "console-question-answer-sent-as-a-message",
+        f"{BOT}/channels/console/chat.py",
+        "        if service.asked.is_set() and service.answer_question(text) and line:",
+        "        if False:",
+        "the owner's y typed at the prompt under a question is a message for the model: the question is never "
+        "answered (a served client's call waits, then is declined)",
+        ("test_console_approve.py", *KIT_CONSOLE_WEBCHAT),
     ),
     Mutation(
-        "console-keys-begun-dropped",
+        "console-ctrl-d-an-empty-line",
         f"{BOT}/channels/console/extras.py",
-        "        readline.set_startup_hook(lambda: readline.insert_text(begun))",
+        "                self.raw.close()",
+        '                return "\\n"',
+        "a Ctrl-D at the prompt is an empty line: the chat does not end",
+        ("test_console_typeahead.py", "test_console_gap.py"),
+    ),
+    Mutation(
+        "console-history-not-private",
+        f"{BOT}/channels/console/extras.py",
+        "        private_file(path)  # 0600 before a line is written to it",
         "        pass",
-        "keys typed right after Enter, before readline gave the terminal back, are taken and lost instead of "
-        "starting the next prompt's line",
+        "the line history (what the owner typed) is made with the umask's mode, readable by other users",
+        ("test_console_tty.py",),
+    ),
+    Mutation(
+        "console-cooked-between-prompts",
+        f"{BOT}/channels/console/extras.py",
+        "        raw.enter_context(session.input.raw_mode())",
+        "        pass",
+        "the terminal is in cooked mode between prompts: a Ctrl-D typed then becomes a NUL once the next prompt "
+        "reads, and is lost",
+        ("test_console_gap.py", "test_console_typeahead.py"),
+    ),
+    Mutation(
+        "console-ctrl-c-drops-the-line-typed",
+        f"{BOT}/channels/console/extras.py",
+        "                self._begun = self.session.default_buffer.text",
+        "                pass",
+        "keys typed while an answer is written are lost at the Ctrl-C that stops it",
         ("test_console_typeahead.py",),
     ),
     Mutation(
-        "console-ctrl-d-typed-ahead-a-key",
+        "console-paste-waits-for-enter",
         f"{BOT}/channels/console/extras.py",
-        "        if end is not None:",
-        "        if False:",
-        "a Ctrl-D typed with lines at readline's prompt, left in the terminal as a key, starts the next line "
-        "instead of ending the chat",
+        '    if text.endswith("\\n"):',
+        "    if False:",
+        "a bracketed paste of whole lines waits in the prompt for one more Enter, and is then one message",
         ("test_console_typeahead.py",),
     ),
     Mutation(
-        "console-pasted-lines-not-shown",
+        "console-prompt-glued-to-the-answer",
         f"{BOT}/channels/console/extras.py",
-        "        if echo is not None and taken:  # keys begun are shown by readline at the next prompt",
-        "        if False:",
-        "the lines pasted after the first at readline's prompt are answered but never shown: the owner sees "
-        "answers to questions not on the screen",
-        ("test_console_typeahead.py",),
+        '        return PROMPT if self.ended else "\\n" + PROMPT',
+        "        return PROMPT",
+        "the prompt is drawn right after a line the answer has not ended: a line typed there shows glued to it",
+        ("test_console_gap.py",),
     ),
 )

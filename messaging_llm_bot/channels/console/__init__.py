@@ -1,1 +1,1 @@
-"""The terminal chat: chat.py (the main thread: prompt, Ctrl-C), service.py (the channel), extras.py (the screen)."""
+"""The terminal chat: chat.py (the main thread), service.py (its channel), extras.py (the prompt, line editing)."""

@@ -1,5 +1,5 @@
 """The terminal chat: the same agent and commands as every channel, on stdin/stdout; this module is its main
-thread (the prompt, Ctrl-C, the lines typed meanwhile), service.py the channel under it.
+thread (the lines typed, Ctrl-C), service.py the channel under it, extras.py the terminal's line editing.
 
 Interactive (stdin is a terminal): a prompt, progress on stderr, collectors, jobs and reminders running.
 Scripted (stdin is a pipe): one message per line, one reply block per message (the reply followed by an empty
@@ -8,11 +8,9 @@ line), nothing else on stdout; EOF ends with status 0.
 Messages for the model go through the durable inbox like every channel's: a message a crash left unanswered is
 answered first at the next start (its reply block comes before the new ones; a note naming it goes to stderr).
 
-While an answer is written, the terminal's line discipline holds what the owner types until Enter; the main
-thread looks for such a line between its other duties (a question, Ctrl-C) and never blocks on it: what such a
-line does by the busy mode is docs/conversation.md's "The terminal chat". The lines that came with the Enter
-readline returned at (pasted, typed quickly) are taken so too; keys with no Enter yet start the next prompt's line
-(extras.Keyboard). A scripted chat reads its next line only after the reply: each line is its own turn.
+At a terminal the prompt stays while an answer is written: a line sent then is taken at once (what it does by the
+busy mode is docs/conversation.md's "The terminal chat"). A scripted chat reads its next line only after the
+reply: each line is its own turn.
 
 One terminal chat per workspace (``state/console.lock``): two would both answer the message a crash left
 unanswered, both deliver this conversation's reminders and jobs and interleave one conversation. A Telegram or
@@ -30,14 +28,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TextIO
 
-from messaging_llm_bot.channels.console.extras import (
-    HISTORY_FILE,
-    Keyboard,
-    ReadLine,
-    Screen,
-    line_reader,
-    typed_so_far,
-)
+from messaging_llm_bot.channels.console.extras import HISTORY_FILE, Lines, open_lines
 from messaging_llm_bot.channels.console.service import CHAT, ConsoleService, Terminal
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import take_lock
@@ -45,9 +36,6 @@ from messaging_llm_bot.conversation.shutdown import take_lock
 QUIT_COMMANDS = ("/quit", "/exit")
 EXIT_USAGE = 2
 POLL_SECONDS = 0.1  # how often the main thread looks for a line typed meanwhile while an answer is written
-#: Wakes the main thread at readline's prompt to print what waits (extras.Screen.wake). Its default action is to
-#: ignore it: one sent as the chat ends, its handler put back, does nothing.
-WAKE_SIGNAL: signal.Signals | None = getattr(signal, "SIGURG", None)
 
 
 def run_console(
@@ -72,118 +60,89 @@ def run_console(
 
 
 def _chat(runtime: Runtime, term: Terminal, job_clock: Callable[[], datetime] | None) -> int:
-    stdin, stdout = term.stdin, term.stdout
-    interactive = stdin.isatty()
+    interactive = term.stdin.isatty()
     if interactive:
         print(
             "Terminal chat with your assistant. /help for commands, Ctrl-C stops an answer, /quit or Ctrl-D to leave.",
-            file=stdout,
+            file=term.stdout,
             flush=True,
         )
-    keyboard = Keyboard(stdin, interactive)
-    read_line, save_history = line_reader(keyboard, stdout, runtime.workspace.path(HISTORY_FILE))
-    if interactive:  # reminders and job replies are printed between the user's lines, never into one being typed
-        typed = typed_so_far(stdin, stdout, interactive)
-        term = Terminal(stdin, stdout, term.stderr, Screen(stdout, typed, _waker() if typed is not None else None))
-    service = ConsoleService(runtime, term)
-    service.job_clock = job_clock
-    with _signals(term.screen):
+    history = runtime.workspace.path(HISTORY_FILE)
+    with open_lines(term.stdin, term.stdout, interactive, history) as (lines, out), _signals():
+        err = out if out is not term.stdout else term.stderr  # at a terminal both above the prompt
+        service = ConsoleService(runtime, Terminal(term.stdin, out, err, interactive))
+        service.job_clock = job_clock
         try:
             service.start()
             if service.stopped.is_set():
                 return 1  # it could not start: the log says why
-            _prompt(service, read_line, keyboard)
+            _prompt(service, lines)
             service.stop(10)
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
-            print("", file=stdout)
+            print("", file=out)
             service.leave_now()
-        finally:
-            save_history()
     return 0
 
 
-def _waker() -> Callable[[], None] | None:
-    """A readline prompt's ``Screen.wake``: WAKE_SIGNAL to the main thread (``_signals`` handles it there); None
-    where there is no such signal or the chat is not on the main thread (only it takes signals)."""
-    if WAKE_SIGNAL is None or threading.current_thread() is not threading.main_thread():
-        return None
-    main, signum = threading.get_ident(), WAKE_SIGNAL
-    return lambda: signal.pthread_kill(main, signum)
-
-
 @contextlib.contextmanager
-def _signals(screen: Screen | None) -> Iterator[None]:
-    """While the chat runs on the main thread: SIGTERM leaves it, WAKE_SIGNAL prints what waits at the prompt
-    (``Screen.print_at_prompt``); the handlers before are put back."""
+def _signals() -> Iterator[None]:
+    """While the chat runs on the main thread, SIGTERM leaves it; the handler before is put back."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    handlers: dict[signal.Signals, Callable[[int, object], None]] = {signal.SIGTERM: _interrupt}
-    if screen is not None and screen.wake is not None and WAKE_SIGNAL is not None:
-        handlers[WAKE_SIGNAL] = lambda signum, frame: screen.print_at_prompt()
-    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        signal.signal(signal.SIGTERM, previous)
 
 
-def _prompt(service: ConsoleService, read_line: ReadLine, keyboard: Keyboard) -> None:
-    """Read and answer lines until the input ends or /quit (what the last run left answered first)."""
-    screen = service.term.screen
-    ended = _answered(service, service.submit(""), keyboard)
-    while not ended:
-        if screen is not None:
-            screen.before_prompt()  # job replies that came meanwhile; then the read shows the prompt
-        line = read_line(screen.reading if screen is not None else _no_screen)
-        if screen is not None:
-            screen.after_prompt()
-        text = line.strip()
-        if not line or text.lower() in QUIT_COMMANDS:
-            return
-        if text and not (service.asked.is_set() and service.answer_question(text)):
-            ended = _answered(service, service.submit(text), keyboard)
-
-
-def _no_screen() -> None:
-    """A scripted chat's read: no screen to tell that the terminal is read."""
-
-
-def _answered(service: ConsoleService, first: concurrent.futures.Future[None], keyboard: Keyboard) -> bool:
-    """The main thread while the chat answers: it reads the answer to a question shown, takes lines typed
-    meanwhile, and stops the answer at a Ctrl-C (a second one, or SIGTERM, raises). True when the input ended
-    meanwhile (Ctrl-D, /quit): the chat ends after the answer."""
-    stopping, ended, waiting = False, False, [first]
-    while not all(one.done() for one in waiting):
+def _prompt(service: ConsoleService, lines: Lines) -> None:
+    """Read and answer lines until the input ends or /quit (what the last run left answered first), and the
+    answers to lines sent before it are written. A line while a question is shown answers it; a first Ctrl-C
+    while an answer is written stops it (a second one, or SIGTERM, raises)."""
+    pending, ended = [service.submit("")], False
+    stopped: list[concurrent.futures.Future[None]] = []  # what a first Ctrl-C stopped
+    while not (ended and _done(pending)):
+        pending = [] if _done(pending) else pending
         try:
-            if service.asked.is_set():  # the next line is the question's answer (Ctrl-C declines it)
-                service.answer_question(keyboard.readline())
-            elif not ended and keyboard.ready():
-                line = keyboard.readline()
-                ended = not line or line.strip().lower() in QUIT_COMMANDS
-                typed = None if ended else _typed_meanwhile(service, line.strip())
-                waiting += [typed] if typed is not None else []
-            else:
-                concurrent.futures.wait(waiting, POLL_SECONDS)
-            if stopping:
-                service.runtime.agent.stop(CHAT)  # again: the turn may not have started when Ctrl-C came
+            if ended or not (service.asked.is_set() or lines.ready(bool(pending))):
+                concurrent.futures.wait(pending, POLL_SECONDS)
+                continue
+            line = lines.read(bool(pending))
         except KeyboardInterrupt as exc:
-            if stopping or isinstance(exc, Terminated):
+            if _done(pending) or not _done(stopped) or isinstance(exc, Terminated):
                 raise
-            stopping = True
-            service.stop_turn()
+            stopped = list(pending)
+            _stop(service, stopped)
             print("\n… stopping (Ctrl-C again to leave the chat)", file=service.term.stderr, flush=True)
-    return ended
+            continue
+        text = line.strip()
+        if service.asked.is_set() and service.answer_question(text) and line:
+            continue  # the question's answer (Ctrl-D declines it)
+        if not line or text.lower() in QUIT_COMMANDS:
+            ended = True  # the chat ends once what was sent is answered
+        elif not _done(pending) and text.lower() == "/stop":
+            _stop(service, list(pending))
+            print("… stopping", file=service.term.stderr, flush=True)
+        elif text:
+            pending.append(service.submit(text))
 
 
-def _typed_meanwhile(service: ConsoleService, text: str) -> concurrent.futures.Future[None] | None:
-    """A line typed while an answer is written, handed to the chat (its future; None: nothing to answer)."""
-    if text.lower() == "/stop":
-        service.stop_turn()
-        print("… stopping", file=service.term.stderr, flush=True)
-        return None
-    return service.submit(text) if text else None
+def _done(pending: list[concurrent.futures.Future[None]]) -> bool:
+    return all(one.done() for one in pending)
+
+
+def _stop(service: ConsoleService, pending: list[concurrent.futures.Future[None]]) -> None:
+    """Stop the answer being written, and again until the lines sent before are answered: the turn may not have
+    started when the stop came."""
+    service.stop_turn()
+
+    def again() -> None:
+        while concurrent.futures.wait(pending, POLL_SECONDS).not_done:
+            service.runtime.agent.stop(CHAT)
+
+    threading.Thread(target=again, name="console-stop", daemon=True).start()
 
 
 class Terminated(KeyboardInterrupt):

@@ -3,8 +3,8 @@ of its own, as the main thread is the terminal's (chat.py). Typed messages go th
 ``ChannelIntake`` (stored in the durable inbox, joined to the answer being written by the busy mode, or queued)
 and conversation/item_turns.py's flow (the reply made once, recorded, printed, the items completed), commands in
 the same queue; what a crash left is answered first. At a terminal it joins the process's one scheduler: job
-runs, reminders and notices (collectors', the spending caps') printed between the user's lines (extras.Screen;
-one not printed before the chat ends stays in the inbox or due), and a confirmation asked at the prompt ([y/N]),
+runs, reminders and notices (collectors', the spending caps') printed above the prompt (extras.py; one not
+printed before the chat ends stays in the inbox or due), and a confirmation asked at the prompt ([y/N]),
 for its own turns and for a served client's ``approve_in_chat``. A scripted (piped) chat runs no jobs and
 confirms nothing.
 """
@@ -22,7 +22,7 @@ from assistant_framework.inbox import InboxItem
 from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.agent.turn import AgentEvent
-from messaging_llm_bot.channels.console.extras import LiveReply, Screen
+from messaging_llm_bot.channels.console.extras import LiveReply
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.approvals import ALLOWANCE, Answer, ReplyApprovals
 from messaging_llm_bot.conversation.busy import BusyTurns
@@ -56,12 +56,12 @@ REMINDER_POLL_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class Terminal:
-    """The chat's streams; ``screen`` at a terminal (None: a scripted chat)."""
+    """The chat's streams; ``interactive`` at a terminal (False: a scripted chat)."""
 
     stdin: TextIO
     stdout: TextIO
     stderr: TextIO
-    screen: Screen | None = None
+    interactive: bool = False
 
 
 def progress_line(event: AgentEvent) -> str | None:
@@ -90,7 +90,7 @@ class ConsoleTurns(OwnerChatTurns):
         self.live: LiveReply | None = None  # the typed message's answer as it streams (one at a time)
 
     async def turn_input(self, item: InboxItem) -> TurnInput | str:
-        self.live = LiveReply(self.term.stdout) if self.term.screen is not None else None
+        self.live = LiveReply(self.term.stdout) if self.term.interactive else None
         return await super().turn_input(item)
 
     def on_event(self, event: AgentEvent) -> None:
@@ -181,7 +181,7 @@ class ConsoleService(OwnerChatService):
         return turns
 
     def runs_jobs(self) -> bool:
-        return self.term.screen is not None  # scripted: no jobs, notices or questions (only a person can confirm)
+        return self.term.interactive  # scripted: no jobs, notices or questions (only a person can confirm)
 
     def answer_left(self, item: InboxItem) -> None:
         text = str(item.payload.get("text", ""))[:80]
@@ -193,17 +193,15 @@ class ConsoleService(OwnerChatService):
         return await self.turns.queue_notice(self.side, CHAT, text)
 
     async def show(self, text: str) -> bool:
-        """Print ``text`` between the user's lines; False when the chat ended first."""
-        return self.term.screen is not None and await asyncio.to_thread(self.term.screen.show, text)
+        """Print ``text`` as a block of its own above the prompt; False when the chat ended first."""
+        if not self.term.interactive or self.shutdown.stopping:  # leaving: a job's reply stays in the inbox
+            return False
+        print(text.rstrip("\n") + "\n", file=self.term.stdout, flush=True)
+        return True
 
     async def tell(self, text: str) -> bool:
         """A reminder's or the bot's Markdown printed between the user's lines; False when the chat ended first."""
         return await self.show(terminal_text(text))
-
-    async def stop_taking(self) -> None:
-        if self.term.screen is not None:
-            self.term.screen.close()  # a job's reply not printed yet stays in the inbox
-        await super().stop_taking()
 
     # -- the main thread's calls ----------------------------------------------------------------------------
 
@@ -256,7 +254,7 @@ class ConsoleService(OwnerChatService):
             return await self.approvals.ask(CHAT, request)
 
     async def _ask(self, chat: str, question: str) -> None:
-        """Show a question: at once while an answer is written, else at the prompt between the user's lines."""
-        assert self.term.screen is not None
-        if not await asyncio.to_thread(self.term.screen.ask, question, self.asked):
+        """Show a question above the prompt: the owner's next line answers it."""
+        if not await self.show(question):
             raise DeliveryError("the chat ended")
+        self.asked.set()
