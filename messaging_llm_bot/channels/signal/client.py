@@ -15,6 +15,7 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from assistant_framework.tls import shared_context
+from messaging_llm_bot.channels.contract import DeliveryError
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +32,15 @@ TRANSIENT_CODES = frozenset({-3, -5})
 TRANSIENT_RESULTS = frozenset({"NETWORK_FAILURE", "RATE_LIMIT_FAILURE"})
 
 
-class SignalRpcError(RuntimeError):
-    """The daemon answered a JSON-RPC error (code, message, and signal-cli's ``data``)."""
+class SignalRpcError(DeliveryError):
+    """The daemon answered a JSON-RPC error (code, message, and signal-cli's ``data``): refused for good (not a
+    Signal user, an unknown group) unless it is ``transient``."""
 
     def __init__(self, code: int, message: str, method: str = "", data: Any = None) -> None:
-        super().__init__(f"signal-cli {method or 'call'} failed ({code}): {message}")
         self.code, self.message, self.data = code, message, data
+        types = ", ".join(sorted(t for t in self.result_types if t))
+        text = f"signal-cli {method or 'call'} failed ({code}): {message}" + (f" ({types})" if types else "")
+        super().__init__(text, for_good=not self.transient)
 
     @property
     def transient(self) -> bool:

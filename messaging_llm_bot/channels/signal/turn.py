@@ -48,7 +48,7 @@ class SignalTurns(ChatTurns):
     """Runs turns for the Signal frontend (conversation/chat_turns.py); one instance per service."""
 
     platform: SignalOut
-    SEND_ERRORS = (SignalRpcError, SignalUnavailable, DeliveryError)
+    SEND_ERRORS = (SignalUnavailable, DeliveryError)  # SignalRpcError is a DeliveryError
     MAX_FILE_BYTES = CAPABILITIES.max_file_bytes
     VOICE_REPLIES = True
 
@@ -118,19 +118,11 @@ class SignalTurns(ChatTurns):
         return int(message_id)  # the part's timestamp
 
     def send_failed(self, item: InboxItem, to: Address, err: Exception) -> bool:
-        if isinstance(err, SignalRpcError):  # refused (unknown group, unregistered user): retrying cannot help
-            raise (SendLater(err) if err.transient else DeliveryError(str(err), for_good=True)) from err
+        if isinstance(err, SignalRpcError) and err.transient:  # rate limited, the Signal server not reached
+            raise SendLater(err) from err
         if isinstance(err, SignalUnavailable):  # said once per outage (SignalOut)
             raise SendLater(err, logged=True) from err
-        return super().send_failed(item, to, err)
-
-    def undelivered(self, err: Exception) -> DeliveryError:
-        if isinstance(err, SignalRpcError) and not err.transient:  # not a Signal user, an unknown group
-            types = ", ".join(sorted(t for t in err.result_types if t))
-            return DeliveryError(
-                f"signal-cli refused it: {err.message}" + (f" ({types})" if types else ""), for_good=True
-            )
-        return super().undelivered(err)
+        return super().send_failed(item, to, err)  # refused (an unknown group, not a Signal user): given up
 
     async def say_to(self, msg: SignalMessage, text: str) -> None:
         """Answer ``msg`` in its chat with ``text`` (quoting it in a group), best effort: a failure is logged."""
