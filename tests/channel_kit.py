@@ -1414,7 +1414,7 @@ def _busy_on_telegram(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
 
     fake = request.getfixturevalue("fake")
     bot = request.getfixturevalue("start_bot")(config_patch=_busy_mode(mode))
-    busy = bot.service.frontend.turns.busy
+    busy = bot.service.turns.busy
     return _BusyChat(
         lambda text: fake.send_message(text),
         lambda: busy.joined(f"tg:{OWNER}"),

@@ -24,7 +24,7 @@ CHAT = f"tg:{OWNER}"
 
 
 def joined(bot, count: int = 1) -> bool:
-    return bot.service.frontend.turns.busy.joined(CHAT) >= count
+    return bot.service.turns.busy.joined(CHAT) >= count
 
 
 def test_steer_adds_the_second_message_to_the_running_turn_and_one_reply_answers_both(

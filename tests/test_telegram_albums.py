@@ -19,7 +19,7 @@ from tests.waiting import wait_until
 
 def _quick_albums(bot: RunningBot) -> RunningBot:
     """The running bot's album wait after the last part: 0.3 s instead of 1 s (the parts sent ``together``)."""
-    bot.service.frontend.turns.albums.quiet = 0.3
+    bot.service.turns.albums.quiet = 0.3
     return bot
 
 

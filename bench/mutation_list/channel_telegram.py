@@ -24,7 +24,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-userless-passes",
-        f"{BOT}/channels/telegram/frontend.py",
+        f"{BOT}/channels/telegram/bot.py",
         "        if not self.access.allowed(update.effective_user):",
         "        if update.effective_user is not None and not self.access.allowed(update.effective_user):",
         "an update without a user (a channel post) passes the gate",
@@ -107,7 +107,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "telegram-stop-leaves-the-batch-unconfirmed",
         f"{BOT}/channels/telegram/bot.py",
-        "await self.frontend.turns.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)",
+        "await self.turns.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)",
         "pass",
         "a stop before the next poll confirmed the last batch: its commands run a second time at the next start",
         ("test_telegram_lifecycle.py",),

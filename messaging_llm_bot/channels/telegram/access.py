@@ -1,4 +1,4 @@
-"""Who the Telegram bot serves: the allowlist checked before anything else (frontend.py), strangers' one short refusal
+"""Who the Telegram bot serves: the allowlist checked before anything else (bot.py), strangers' one short refusal
 (conversation/strangers.py; here: who is one, and whether a group message addressed the bot), the owner's own
 private chat for the owner's data (owner-only commands are refused elsewhere by conversation/commands.py)."""
 

@@ -2,6 +2,12 @@
 own loop of getUpdates or the shared webhook listener, run as a channel on an event loop of its own
 (conversation/service.py: the lock, the stop, the turns' deadline, the job scheduler).
 
+Each update (``dispatch``): the allowlist (telegram/access.py) first; then button presses of confirmations
+(telegram/approval.py) and of /reset's question at once (a turn may wait for one); commands and every message the
+model reads to the shared intake (telegram/intake.py over conversation/intake.py: a turn in telegram/turn.py); the
+rest in its chat's queue (conversation/chatqueue.py: a bound per chat, the owner's turns first). An edited message
+runs nothing.
+
 Start-up: a lock file in the workspace (one bot per workspace), getMe, replay of inbox items a crash
 left unanswered, then long polling (or the webhook). Once the first getUpdates is on its way, the rest starts
 beside it: the skill and collector plugins load (a message that arrives first waits for them), setMyCommands,
@@ -14,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import telegram
-from telegram import BotCommand
+from telegram import BotCommand, Update
 from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError, TimedOut
 from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
@@ -27,12 +34,17 @@ from telegram.request import HTTPXRequest
 from assistant_framework.inbox import Inbox
 from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.listener import WebhookListener
-from messaging_llm_bot.channels.telegram import webhook
-from messaging_llm_bot.channels.telegram.frontend import Frontend
+from messaging_llm_bot.channels.telegram.access import Access
+from messaging_llm_bot.channels.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
+from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
+from messaging_llm_bot.channels.telegram.intake import TelegramIntake
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.channels.telegram.send import send_to
-from messaging_llm_bot.channels.telegram.settings import api_urls
+from messaging_llm_bot.channels.telegram.settings import api_urls, chat_of, is_command
+from messaging_llm_bot.channels.telegram.turn import TelegramTurns
+from messaging_llm_bot.channels.telegram.webhook import MAX_UPDATE_BYTES, UpdateHandler, webhook_secret
 from messaging_llm_bot.conversation.commands import COMMANDS
+from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
@@ -76,7 +88,11 @@ class TelegramService(ChannelService):
         )
         self.settings = runtime.settings.telegram  # as at start (token, mode, digest)
         self.poll_timeout = poll_timeout
-        self.frontend: Frontend | None = None
+        self.approvals = TelegramApprovals()
+        self.access = Access(lambda: runtime.settings.telegram, Pairing(runtime))  # the current record (/reload)
+        self.turns: TelegramTurns | None = None  # made with the bot (``build``)
+        self.intake: TelegramIntake | None = None
+        self.handling: set[asyncio.Task[Any]] = set()  # updates being dispatched (a stop waits for them)
         self.failure: TelegramError | None = None  # what ended the polling (a 409 Conflict, a refused token)
         self.started = threading.Event()  # the deferred start (plugins, commands, jobs) is done too
         self._offset = 0  # the next getUpdates' offset: past the updates the inbox holds
@@ -84,8 +100,8 @@ class TelegramService(ChannelService):
         self._webhook: WebhookListener | None = None
         self._rest: asyncio.Task[Any] | None = None
         self.notices = self.owner_notices(
-            lambda chat, text, conversation: send_to(self.frontend.turns.bot, chat, text, conversation),
-            lambda: None if self.frontend.settings.owner is None else str(self.frontend.settings.owner),
+            lambda chat, text, conversation: send_to(self.turns.bot, chat, text, conversation),
+            lambda: None if self.access.settings.owner is None else str(self.access.settings.owner),
         )
 
     def problem(self) -> str | None:
@@ -107,7 +123,7 @@ class TelegramService(ChannelService):
         return None
 
     def build(self) -> telegram.Bot:
-        """The Bot API client pointed at ``telegram.base_url`` with its rate limiter, and the frontend over it."""
+        """The Bot API client pointed at ``telegram.base_url`` with its rate limiter, and the parts over it."""
         bot = ExtBot(
             token=self.settings.token,
             base_url=api_urls(self.settings)[0],
@@ -122,8 +138,11 @@ class TelegramService(ChannelService):
             ),
             rate_limiter=ReplyFirstRateLimiter(),
         )
-        self.frontend = Frontend(self, Inbox(self.runtime.workspace), bot)
-        self.shutdown.turns = self.frontend.turns
+        self.turns = TelegramTurns(self.runtime, Inbox(self.runtime.workspace), bot, self.approvals)
+        # Held while the inbox cannot store (unconfirmed to Telegram); each chat's queue is its chat's.
+        shared = self.channel_intake(self.turns, hold=True, queue_of=chat_of, taken=self.turns.albums.arrived)
+        self.intake = TelegramIntake(self.runtime, self.access, self.turns, shared)
+        self.shutdown.turns = self.turns
         return bot
 
     async def serve(self) -> None:
@@ -134,12 +153,13 @@ class TelegramService(ChannelService):
         log.info("Serving @%s for user ids %s", bot.username, ids)
         how = "Send it a message to see your numeric user id, then add it with"
         self.warn_if_no_one_allowed(ids, "telegram.allowed_user_ids", how, "[ID]")
-        self.frontend.intake.start_replay()
+        self.intake.start_replay()
         if self.settings.mode == "webhook":
             hook = self.settings.webhook
             # Never without a secret: a forged POST would otherwise run as any user it names.
-            secret = webhook.webhook_secret(hook.secret_token or None, self.runtime.workspace)
-            self._webhook = webhook.listener(hook, secret, bot, self.frontend.handle)
+            secret = webhook_secret(hook.secret_token or None, self.runtime.workspace)
+            args = {"secret": secret, "bot": bot, "handle": self.handle}
+            self._webhook = WebhookListener(hook.listen, hook.port, "/telegram", UpdateHandler, args, MAX_UPDATE_BYTES)
             self._webhook.start()
             url = hook.url or self._webhook.url
             await self._at_start(
@@ -171,7 +191,7 @@ class TelegramService(ChannelService):
         only past what it holds on disk (``confirmable``: Telegram delivers the rest again), then dispatched. A
         timeout asks again at once, another failure after a growing pause; a 409 Conflict or a refused token ends
         the bot (``close`` raises it)."""
-        intake, pause = self.frontend.intake, 0.0
+        intake, pause = self.intake, 0.0
         while not self.stopping:
             try:
                 offset = await intake.confirmable(self._offset)
@@ -193,7 +213,47 @@ class TelegramService(ChannelService):
             if kept:
                 self._offset = kept[-1].update_id + 1
             for update in kept:
-                self.frontend.handle(update)
+                self.handle(update)
+
+    def handle(self, update: Update) -> None:
+        """``dispatch`` ``update`` in a task of its own; called in arrival order, so the tasks start in it."""
+        task = asyncio.get_running_loop().create_task(self._dispatch_logged(update))
+        self.handling.add(task)
+        task.add_done_callback(self.handling.discard)
+
+    async def _dispatch_logged(self, update: Update) -> None:
+        try:
+            await self.dispatch(update)
+        except Exception:  # noqa: BLE001 - one update that fails must not stop the others
+            log.exception("telegram: error while handling update %s", update.update_id)
+
+    async def dispatch(self, update: Update) -> None:
+        """One update, concurrent across chats and in arrival order within one (the module docstring)."""
+        bot, intake = update.get_bot(), self.intake
+        if not self.access.allowed(update.effective_user):
+            await self.access.refuse(update, bot)  # a stranger's update takes no place in a chat's queue
+            return
+        query = update.callback_query
+        if query is not None:
+            if query.data in ("reset:yes", "reset:no"):
+                await intake.on_reset_choice(update)
+            elif re.match(APPROVAL_PATTERN, query.data or ""):
+                await self.approvals.on_choice(update)
+            return
+        message = update.message
+        if message is None:  # an edit (ALLOWED_UPDATES asks for none) or another kind
+            return
+        if is_command(message):
+            await intake.command(update, bot)  # /stop at once, the rest in the chat's order
+            return
+        # In arrival order: the tasks start in that order and take the lock in that order too.
+        async with intake.order:
+            if intake.model_bound(update, bot):
+                await intake.take(update, bot)
+                return
+            if self.tasks.spawn(message.chat_id, intake.on_message(update, bot), owner=self.access.from_owner(update)):
+                return
+        await intake.over_limit(update)
 
     def _start_the_rest(self) -> None:
         if not self.stopping and self._loop is not None:
@@ -201,9 +261,7 @@ class TelegramService(ChannelService):
 
     async def _after_start(self) -> None:
         """What the first poll does not need: plugins, commands menu, reminders, digest, background work."""
-        fe = self.frontend
-        assert fe is not None
-        bot = fe.turns.bot
+        bot, intake = self.turns.bot, self.intake
         await asyncio.to_thread(self.runtime.warm_up)
         try:
             await bot.set_my_commands([BotCommand(name, desc) for name, desc in COMMANDS])
@@ -211,15 +269,15 @@ class TelegramService(ChannelService):
             log.warning("telegram: setMyCommands failed: %s", err)
         if self.stopping:
             return
-        loop, owner = asyncio.get_running_loop(), fe.settings.owner
+        loop, owner = asyncio.get_running_loop(), self.access.settings.owner
         await self.join_jobs_sending(
             self.notices,
-            fe.intake.shared.inbox,
-            owner_conversation=fe.intake.job_conversation,
-            start=fe.intake.shared.start_job,
+            intake.shared.inbox,
+            owner_conversation=intake.job_conversation,
+            start=intake.shared.start_job,
             morning_digest=self.settings.morning_digest,
             # A served client's `ask` call, with approve_in_chat, is asked in the owner's chat (docs/serve.md).
-            ask_owner=None if owner is None else fe.approvals.approver(bot, owner, loop),
+            ask_owner=None if owner is None else self.approvals.approver(bot, owner, loop),
         )
         self.started.set()
 
@@ -233,17 +291,16 @@ class TelegramService(ChannelService):
             await asyncio.gather(self._poll, return_exceptions=True)
             if self.failure is None:
                 with contextlib.suppress(TelegramError):  # timeout 0: the last offset, and no more
-                    offset = await self.frontend.intake.confirmable(self._offset)
-                    await self.frontend.turns.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)
-        if self.frontend is not None:
-            await asyncio.gather(*self.frontend.handling, return_exceptions=True)
+                    offset = await self.intake.confirmable(self._offset)
+                    await self.turns.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)
+        await asyncio.gather(*self.handling, return_exceptions=True)
         if self._rest is not None and not self._rest.done():
             self._rest.cancel()
             await asyncio.gather(self._rest, return_exceptions=True)
 
     async def close(self) -> None:
         """The Bot API client closed; after a 409 Conflict the run ends as failed, saying why (``known_error``)."""
-        if self.frontend is not None:
-            await self.frontend.turns.bot.shutdown()
+        if self.turns is not None:
+            await self.turns.bot.shutdown()
         if self.failure is not None:
             raise self.failure

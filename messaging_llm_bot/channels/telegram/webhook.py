@@ -5,7 +5,7 @@ Telegram sends the secret given to ``setWebhook`` in the ``X-Telegram-Bot-Api-Se
 update; a POST without it or with another one is answered 403 (compared in constant time) and runs nothing.
 Without a configured ``telegram.webhook.secret_token`` anyone who finds the URL could post updates as the owner,
 so one is generated and kept in ``state/webhook_secret``. A valid update is answered 200 at once and dispatched
-(frontend.py), where it is stored in the inbox in its chat's order.
+(bot.py), where it is stored in the inbox in its chat's order.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from collections.abc import Callable
 import telegram
 from telegram import Update
 
-from assistant_framework.config.settings import WebhookSettings
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.listener import PlainHandler, WebhookListener
+from messaging_llm_bot.channels.listener import PlainHandler
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +30,6 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _GENERATED_BYTES = 48
 #: An update is a message of at most 4,096 characters and what it quotes: far below this.
 MAX_UPDATE_BYTES = 1_000_000
-PATH = "/telegram"
 
 
 def webhook_secret(configured: str | None, workspace: Workspace) -> str:
@@ -72,11 +70,3 @@ class UpdateHandler(PlainHandler):
             return
         self.handle(update)
         self._answer(200, "ok")
-
-
-def listener(
-    hook: WebhookSettings, secret: str, bot: telegram.Bot, handle: Callable[[Update], None]
-) -> WebhookListener:
-    """The listener at ``telegram.webhook.listen``/``port``, path ``/telegram``, handing each update to ``handle``."""
-    args = {"secret": secret, "bot": bot, "handle": handle}
-    return WebhookListener(hook.listen, hook.port, PATH, UpdateHandler, args, MAX_UPDATE_BYTES)
