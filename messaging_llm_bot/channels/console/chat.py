@@ -34,6 +34,7 @@ from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import take_lock
 
 QUIT_COMMANDS = ("/quit", "/exit")
+LOCK_FILE, LOCK_WHO = "state/console.lock", "chat: another terminal chat"
 EXIT_USAGE = 2
 POLL_SECONDS = 0.1  # how often the main thread looks for a line typed meanwhile while an answer is written
 
@@ -50,7 +51,7 @@ def run_console(
     on the workspace: it holds the lock). ``job_clock``: the jobs' clock (a test's; None: the real one)."""
     term = Terminal(stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr)
     hint = "leave it first (/quit), or pass another --workspace"
-    lock = take_lock(runtime.workspace, ConsoleService.LOCK_FILE, ConsoleService.LOCK_WHO, hint=hint, out=term.stderr)
+    lock = take_lock(runtime.workspace, LOCK_FILE, LOCK_WHO, hint=hint, out=term.stderr)
     if lock is None:
         return EXIT_USAGE
     try:

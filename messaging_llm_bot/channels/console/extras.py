@@ -17,7 +17,7 @@ import select
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol, TextIO, cast
+from typing import TextIO, cast
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory
@@ -59,23 +59,14 @@ class LiveReply:
         return block[len(shown) :] if block.startswith(shown) else "\n" + block
 
 
-class Lines(Protocol):
-    """The lines typed at the chat, one at a time; "" at the end of input."""
-
-    def ready(self, busy: bool) -> bool:
-        """True when a line can be read now (``busy``: an answer is being written, the line is typed meanwhile)."""
-
-    def read(self, busy: bool) -> str:
-        """The next line with its "\\n"; KeyboardInterrupt at a Ctrl-C typed at the prompt."""
-
-
 class PlainLines:
     """``stdin``'s lines (no terminal of the process's own). Interactive, the prompt is printed before a line read
     between answers; while an answer is written a line is read only if its descriptor shows one waiting."""
 
     def __init__(self, stdin: TextIO, stdout: TextIO, interactive: bool) -> None:
         self.stdin, self.stdout, self.interactive = stdin, stdout, interactive
-        self.encoding = _tolerate_bad_bytes(stdin)
+        with contextlib.suppress(AttributeError, ValueError, OSError):  # a bad byte is U+FFFD, not the chat's end
+            stdin.reconfigure(errors="replace")  # type: ignore[attr-defined]
 
     def ready(self, busy: bool) -> bool:
         if not busy:
@@ -88,7 +79,7 @@ class PlainLines:
     def read(self, busy: bool) -> str:
         if self.interactive and not busy:
             print(PROMPT, end="", file=self.stdout, flush=True)
-        return _clean(self.stdin.readline(), self.encoding)
+        return self.stdin.readline()
 
 
 class PromptLines:
@@ -116,8 +107,14 @@ class PromptLines:
                 return ""
             finally:
                 self.out.ended = True  # the prompt's line ended with it
-            self._lines.extend(_clean(text, "utf-8").split("\n"))
+            # A byte the terminal's UTF-8 cannot decode came as a lone surrogate: U+FFFD, as such text cannot be stored.
+            self._lines.extend(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").split("\n"))
         return self._lines.popleft() + "\n"
+
+
+#: The lines typed at the chat, one at a time ("" at the end of input): ``ready(busy)`` when one can be read now
+#: (``busy``: an answer is being written), ``read(busy)`` it with its "\n" (KeyboardInterrupt at a Ctrl-C).
+Lines = PlainLines | PromptLines
 
 
 class _LineEnds(io.TextIOBase):
@@ -193,28 +190,3 @@ def _a_terminal(stream: TextIO) -> bool:
         return os.isatty(stream.fileno())
     except (AttributeError, OSError, ValueError):
         return False
-
-
-def _tolerate_bad_bytes(stdin: TextIO) -> str:
-    """Let ``stdin`` pass bytes its encoding cannot decode (as lone surrogates) instead of raising
-    UnicodeDecodeError, which ended the chat; returns the encoding to clean lines with."""
-    encoding = getattr(stdin, "encoding", None) or "utf-8"
-    if getattr(stdin, "errors", "strict") not in ("surrogateescape", "replace"):
-        try:
-            stdin.reconfigure(errors="surrogateescape")  # type: ignore[attr-defined]
-        except (AttributeError, ValueError, OSError):
-            pass  # not a TextIOWrapper: its lines are cleaned below all the same
-    return encoding
-
-
-def _clean(line: str, encoding: str) -> str:
-    """``line`` with undecodable bytes (lone surrogates) as U+FFFD: such text cannot be stored or sent."""
-    try:
-        line.encode("utf-8")
-        return line
-    except UnicodeEncodeError:
-        pass
-    try:
-        return line.encode(encoding, "surrogateescape").decode(encoding, "replace")
-    except (LookupError, UnicodeError):
-        return line.encode("utf-8", "replace").decode("utf-8")

@@ -34,7 +34,7 @@ from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.owner_chat import OWNER, OwnerChatService, OwnerChatTurns
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop
+from messaging_llm_bot.conversation.shutdown import request_stop
 from messaging_llm_bot.conversation.turn import TurnInput
 
 CHAT = "console"  # the one conversation: its queue, its inbox items and its route (conversation/routes.py)
@@ -131,8 +131,7 @@ class ConsoleTurns(OwnerChatTurns):
 class ConsoleService(OwnerChatService):
     """The terminal chat's channel: ``start()`` serves on a thread of its own, ``submit`` hands it a typed line."""
 
-    NAME, TITLE = "console", "the terminal chat"
-    LOCK_FILE, LOCK_WHO = "state/console.lock", "chat: another terminal chat"
+    NAME, TITLE = "console", "the terminal chat"  # no LOCK_FILE: the chat holds its lock (chat.py)
     CONVERSATION = PREFIX = CHAT
     WHERE = "the terminal"
 
@@ -152,17 +151,8 @@ class ConsoleService(OwnerChatService):
         self.intake: ChannelIntake
 
     def start(self) -> None:
-        """Serve on a thread of its own; returns once it serves (or failed: ``stopped`` is set)."""
-        self._loop = loop = asyncio.new_event_loop()
-
-        def serve() -> None:
-            try:
-                run_own_loop(loop, self._main(), self.NAME, self.TITLE)
-            finally:
-                self.ready.set()
-                self.stopped.set()
-
-        threading.Thread(target=serve, name=self.NAME, daemon=True).start()
+        """Serve (``run``) on a thread of its own; returns once it serves (or failed: ``stopped`` is set)."""
+        threading.Thread(target=self.run, name=self.NAME, daemon=True).start()
         self.ready.wait()
 
     def leave_now(self) -> None:
