@@ -106,6 +106,32 @@ def test_a_reminder_during_a_reverse_search_leaves_the_search_on_the_screen(
     assert [text.split("\n")[0] for text in seen] == ["hello there", "hello there"], seen
 
 
+@pytest.mark.parametrize("term_type", ["dumb", "an-unknown-terminal"])
+def test_a_dumb_or_unknown_terminal_chats_and_asks_it_no_cursor_position(
+    tmp_path: Path, chat_server, test_skills_dir, term_type: str
+) -> None:
+    """TERM=dumb (an editor's shell, which edits the line itself): the plain reader, no escape sequence; a TERM no
+    one knows: the usual prompt. Neither is sent a cursor position request (ESC [ 6 n): a terminal that does not
+    answer one made prompt_toolkit wait and warn."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    chat_server.set_handler(lambda request: '{"reply": "ok!"}')
+    argv = [sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config)]
+    term = Terminal([*argv, "--workspace", str(Workspace(tmp_path / "ws").root)], env={"TERM": term_type})
+    try:
+        term.wait_for("you>")
+        term.type("hello\r")
+        term.wait_for("ok!")
+        term.wait_for("you>", start=term.output.index("ok!"))
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert b"\x1b[6n" not in term.raw and "Traceback" not in term.output
+    assert "you> hello" in term.lines_shown()
+    if term_type == "dumb":
+        assert b"\x1b[" not in term.raw.split(b"you>", 1)[1]  # nothing but text after the first prompt
+
+
 def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, out, poll: float | None = 0.2):
     """The terminal chat's channel (console/service.py) as the chat starts it at a terminal, with no one typing:
     it joins the process's one scheduler, and prints what comes on ``out``. ``poll``: how often it reads the

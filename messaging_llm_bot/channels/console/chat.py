@@ -1,16 +1,6 @@
-"""The terminal chat: the same agent and commands as every channel, on stdin/stdout; this module is its main
-thread (the lines typed, Ctrl-C), service.py the channel under it, extras.py the terminal's line editing.
-
-Interactive (stdin is a terminal): a prompt, progress on stderr, collectors, jobs and reminders running.
-Scripted (stdin is a pipe): one message per line, one reply block per message (the reply followed by an empty
-line), nothing else on stdout; EOF ends with status 0.
-
-Messages for the model go through the durable inbox like every channel's: a message a crash left unanswered is
-answered first at the next start (its reply block comes before the new ones; a note naming it goes to stderr).
-
-At a terminal the prompt stays while an answer is written: a line sent then is taken at once (what it does by the
-busy mode is docs/conversation.md's "The terminal chat"). A scripted chat reads its next line only after the
-reply: each line is its own turn.
+"""The terminal chat's main thread (the lines typed, Ctrl-C); service.py is the channel under it, extras.py the
+terminal's line editing. What the chat does at a terminal and piped: docs/telegram.md's "The terminal chat"; a line
+sent while an answer is written: docs/conversation.md's busy modes.
 
 One terminal chat per workspace (``state/console.lock``): two would both answer the message a crash left
 unanswered, both deliver this conversation's reminders and jobs and interleave one conversation. A Telegram or

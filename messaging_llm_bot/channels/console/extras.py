@@ -1,11 +1,6 @@
-"""The interactive terminal chat's comforts: line editing, history and other threads' text printed above the line
-being typed, all prompt_toolkit's (``PromptLines``); the answer printed as it streams (``LiveReply``); a plain line
-reader for a chat that is not on a terminal (``PlainLines``: pipes, the tests' typed lines).
-
-At a terminal the prompt is always there, also while an answer is written: a line typed then is sent at its Enter
-(what it does by the busy mode is docs/conversation.md's "The terminal chat"), keys typed ahead are shown where they
-are typed. The terminal stays in raw mode from the first prompt to the end of input, between prompts and while text
-is printed too: a Ctrl-D typed in cooked mode would become a NUL once raw mode is back, and be lost."""
+"""The terminal chat's line editing, history and printing above the line being typed, prompt_toolkit's
+(``PromptLines``; how it behaves: docs/telegram.md's "The terminal chat"); the answer printed as it streams
+(``LiveReply``); a plain line reader for a chat not on a terminal of its own (``PlainLines``: pipes, tests)."""
 
 from __future__ import annotations
 
@@ -26,6 +21,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output.vt100 import Vt100_Output
 from prompt_toolkit.patch_stdout import patch_stdout
+from prompt_toolkit.utils import is_dumb_terminal
 
 from assistant_framework.workspace.private import make_private_dirs, private_file
 
@@ -168,10 +164,11 @@ def _paste(event: KeyPressEvent) -> None:
 
 @contextlib.contextmanager
 def open_lines(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path) -> Iterator[tuple[Lines, TextIO]]:
-    """(the lines typed, where to print). On the process's own terminal, prompt_toolkit's prompt with ``history``,
-    printing through its stdout proxy (above the prompt; no cursor position requests: a terminal that does not
-    answer them made it wait and warn); anywhere else ``stdin``'s lines and ``stdout`` itself."""
-    if not (interactive and _a_terminal(stdin) and _a_terminal(stdout)):
+    """(the lines typed, where to print). On the process's own terminal (its stdin and stdout), prompt_toolkit's
+    prompt with ``history``, printing through its stdout proxy (above the prompt; no cursor position requests: a
+    terminal that does not answer them made it wait and warn); anywhere else ``stdin``'s lines and ``stdout``."""
+    # A dumb terminal (an editor's shell) edits the line itself and shows no cursor moves: the plain reader.
+    if not (interactive and stdin is sys.stdin and stdout is sys.stdout and stdout.isatty()) or is_dumb_terminal():
         yield PlainLines(stdin, stdout, interactive), stdout
         return
     output = Vt100_Output.from_pty(stdout, term=os.environ.get("TERM"))
@@ -180,13 +177,8 @@ def open_lines(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path) 
     keys.add(Keys.BracketedPaste)(_paste)
     session = PromptSession[str](history=History(history), input=_StaysRaw(stdin), output=output, key_bindings=keys)
     with contextlib.ExitStack() as raw, patch_stdout(raw=True):
+        # Raw mode from the first prompt to the end of input: a Ctrl-D typed in cooked mode (between two prompts)
+        # would become a NUL once raw mode is back, and be lost.
         raw.enter_context(session.input.raw_mode())
         out = _LineEnds(sys.stdout)
         yield PromptLines(session, raw, out), cast(TextIO, out)
-
-
-def _a_terminal(stream: TextIO) -> bool:
-    try:
-        return os.isatty(stream.fileno())
-    except (AttributeError, OSError, ValueError):
-        return False

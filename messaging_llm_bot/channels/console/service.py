@@ -1,12 +1,8 @@
-"""The terminal chat's service: conversation/owner_chat.py's ``OwnerChatService`` (a ``ChannelService``) on a thread
-of its own, as the main thread is the terminal's (chat.py). Typed messages go through conversation/intake.py's
-``ChannelIntake`` (stored in the durable inbox, joined to the answer being written by the busy mode, or queued)
-and conversation/item_turns.py's flow (the reply made once, recorded, printed, the items completed), commands in
-the same queue; what a crash left is answered first. At a terminal it joins the process's one scheduler: job
-runs, reminders and notices (collectors', the spending caps') printed above the prompt (extras.py; one not
-printed before the chat ends stays in the inbox or due), and a confirmation asked at the prompt ([y/N]),
-for its own turns and for a served client's ``approve_in_chat``. A scripted (piped) chat runs no jobs and
-confirms nothing.
+"""The terminal chat's channel: conversation/owner_chat.py's ``OwnerChatService`` on a thread of its own, as the
+main thread is the terminal's (chat.py); what it shares with every channel (intake, busy modes, the reply's flow,
+the one scheduler): docs/channels.md. The terminal's own: replies, job runs', reminders and notices printed above
+the prompt (one not printed once the chat is leaving stays in the inbox or due), a question answered at the prompt
+([y/N]), for its own turns and a served client's ``approve_in_chat``. Piped, it runs no jobs and confirms nothing.
 """
 
 from __future__ import annotations
