@@ -88,4 +88,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a typed /help, /stop or /new on Signal is a message for the model: no command answers, /stop stops nothing",
         KIT_TELEGRAM_SIGNAL_WHATSAPP,
     ),
+    Mutation(
+        "signal-refusal-not-for-good",
+        f"{BOT}/channels/signal/client.py",
+        "super().__init__(text, for_good=not self.transient)",
+        "super().__init__(text, for_good=False)",
+        "a reminder to someone who is not a Signal user is tried again at every poll instead of marked failed",
+        ("test_reminders_refused.py",),
+    ),
+    Mutation(
+        "signal-transient-refusal-given-up",
+        f"{BOT}/channels/signal/turn.py",
+        "if isinstance(err, SignalRpcError) and err.transient:",
+        "if False:",
+        "a reply signal-cli could not send for now (rate limited, the Signal server not reached) is dropped",
+        ("test_signal_input.py",),
+    ),
 )

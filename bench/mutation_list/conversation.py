@@ -32,6 +32,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the owner's Decline button confirms the call",
         (*CHANNEL_KIT, "test_telegram_approval.py", "test_slack_bot.py"),
     ),
+    Mutation(
+        "channel-reading-not-cancelled",
+        f"{BOT}/conversation/service.py",
+        "        for task in self._reading:\n            task.cancel()",
+        "        for task in self._reading:\n            pass",
+        "a stop leaves Signal's event stream (Matrix's sync loop) being read: the channel never stops",
+        ("test_signal.py",),
+    ),
     # -- a chat message's turn and its reply's way out (conversation/chat_turns.py) ---------------------------
     Mutation(
         "chat-turns-retry-after-ignored",
