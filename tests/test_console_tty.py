@@ -367,8 +367,9 @@ def test_a_collectors_notice_is_printed_between_the_lines_once(bot_config, works
 
 
 def test_the_line_history_is_private_and_keeps_the_last_thousand_lines(tmp_path: Path) -> None:
-    """What was typed is the owner's alone whatever the umask (0600 before a line is written, its folder 0700), and
-    the file is kept to the last HISTORY_LENGTH lines at each start (prompt_toolkit's file history only grows)."""
+    """What was typed is the owner's alone whatever the umask (0600 before a line is written, its folder 0700), the
+    file is kept to the last HISTORY_LENGTH lines at each start (prompt_toolkit's file history only grows), and the
+    lines of the readline chat's file are recalled."""
     import os
 
     from messaging_llm_bot.channels.console.extras import HISTORY_LENGTH, History
@@ -386,3 +387,6 @@ def test_the_line_history_is_private_and_keeps_the_last_thousand_lines(tmp_path:
     assert len(kept) == HISTORY_LENGTH and kept[0] == f"line {HISTORY_LENGTH + 4}" and kept[-1] == "line 5"
     assert list(History(path).load_history_strings()) == kept  # what the start kept is what the file holds
     assert path.stat().st_mode & 0o077 == 0
+    path.write_text("first\nsecond\n")  # the readline chat's file: a line each, the newest last
+    assert list(History(path).load_history_strings()) == ["second", "first"]
+    assert list(History(path).load_history_strings()) == ["second", "first"]  # kept in prompt_toolkit's form

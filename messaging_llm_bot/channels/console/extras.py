@@ -141,14 +141,16 @@ class _StaysRaw(Vt100Input):
 
 class History(FileHistory):
     """Up/Down's lines across runs, kept as prompt_toolkit keeps them: private (what was typed), and the last
-    HISTORY_LENGTH lines of them kept at each start."""
+    HISTORY_LENGTH lines of them kept at each start (those of the readline chat's file too)."""
 
     def __init__(self, path: Path) -> None:
         make_private_dirs(path.parent)
         private_file(path)  # 0600 before a line is written to it
         super().__init__(str(path))
-        lines = list(self.load_history_strings())  # the newest first
-        if len(lines) > HISTORY_LENGTH:
+        text = path.read_text(errors="replace")
+        from_readline = bool(text) and not text.startswith("\n# ")  # the readline chat's file: a line each
+        lines = text.splitlines()[::-1] if from_readline else list(self.load_history_strings())  # the newest first
+        if from_readline or len(lines) > HISTORY_LENGTH:
             path.write_text("")
             for line in reversed(lines[:HISTORY_LENGTH]):
                 self.store_string(line)
