@@ -15,6 +15,8 @@ import pytest
 
 from assistant_framework.workspace import Workspace
 from tests.console_harness import Terminal, write_config
+from tests.console_held_print import HELD as HELD_PRINTING
+from tests.console_held_print import MARK
 from tests.console_window import HELD, NOTICE
 from tests.fakes.chat_server import FakeChatServer
 from tests.waiting import wait_until
@@ -50,24 +52,29 @@ class Gap:
 
     def go(self, word: str = "go") -> None:
         """Let the chat go on to read the terminal (``readable``: once what was typed can be read there)."""
-        fd: list[int] = []
-
-        def opened() -> bool:
-            try:
-                fd.append(os.open(self.pipe, os.O_WRONLY | os.O_NONBLOCK))
-            except OSError as err:
-                if err.errno != errno.ENXIO:  # ENXIO: the chat has not opened its end yet
-                    raise
-            return bool(fd)
-
-        wait_until(opened, 30, "the chat held in the gap")
-        os.write(fd[0], f"{word}\n".encode())
-        os.close(fd[0])
+        _write_to(self.pipe, word)
 
     def ends(self) -> None:
         """The chat ends by itself: status 0, no traceback."""
         assert self.term.proc.wait(30) == 0
         assert "Traceback" not in self.term.output
+
+
+def _write_to(pipe: Path, word: str) -> None:
+    """Write a line into the named pipe the held chat reads, once it has opened it."""
+    fd: list[int] = []
+
+    def opened() -> bool:
+        try:
+            fd.append(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError as err:
+            if err.errno != errno.ENXIO:  # ENXIO: the chat has not opened its end yet
+                raise
+        return bool(fd)
+
+    wait_until(opened, 30, "the chat held")
+    os.write(fd[0], f"{word}\n".encode())
+    os.close(fd[0])
 
 
 @pytest.fixture()
@@ -129,3 +136,29 @@ def test_a_whole_line_typed_in_the_gap_is_answered_and_kept_in_the_history(gap: 
     assert gap.seen[1].startswith("typed early"), gap.seen
     assert gap.term.output.count(NOTICE) == 1
     assert "+typed early" in (gap.ws.root / "state" / "console_history").read_text().splitlines()
+
+
+def test_the_terminal_stays_raw_while_a_text_is_printed_above_the_prompt(
+    tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path
+) -> None:
+    """prompt_toolkit switches the terminal to cooked mode to print another thread's text above the prompt
+    (``run_in_terminal``): a Ctrl-D typed then would become a NUL once raw mode is back, and be lost. The chat keeps
+    raw mode (channels/console/extras.py's ``_StaysRaw``); tests/console_held_print.py holds it mid-print."""
+    chat_server.set_handler(lambda request: '{"reply": "' + MARK + '"}')
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    pipe = tmp_path / "go"
+    os.mkfifo(pipe)
+    argv = [sys.executable, "-m", "tests.console_held_print", str(pipe), "--frontend", "console", "--config"]
+    term = Terminal([*argv, str(config), "--workspace", str(Workspace(tmp_path / "ws").root)])
+    try:
+        term.wait_for("you> ")
+        term.type("hello\r")
+        term.wait_for(HELD_PRINTING)  # the reply being printed above the prompt
+        assert not term.cooked()
+        term.type("\x04")  # Ctrl-D, typed as the reply is printed
+        _write_to(pipe, "go")
+        term.wait_for(MARK)
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert "Traceback" not in term.output

@@ -66,6 +66,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_console_gap.py", "test_console_typeahead.py"),
     ),
     Mutation(
+        "console-cooked-while-printing",
+        f"{BOT}/channels/console/extras.py",
+        "        return contextlib.nullcontext()",
+        "        return super().cooked_mode()",
+        "the terminal is put in cooked mode while another thread's text is printed above the prompt: a Ctrl-D "
+        "typed then becomes a NUL once raw mode is back, and is lost",
+        ("test_console_gap.py",),
+    ),
+    Mutation(
         "console-ctrl-c-drops-the-line-typed",
         f"{BOT}/channels/console/extras.py",
         "                self._begun = self.session.default_buffer.text",
