@@ -74,3 +74,13 @@ def test_a_reply_that_signal_could_not_send_for_now_is_retried_not_dropped(
     sent = daemon.wait_sent(2)
     assert [s["message"] for s in sent] == ["the answer", "next"]
     wait_for(lambda: not list(workspace.root.glob("state/inbox/pending/*/*.json")), what="empty inbox")
+
+
+def test_a_sticker_gets_the_sentence_for_what_the_bot_takes_and_reaches_no_model(start, daemon, chat_server):
+    start()
+    sticker = daemon.envelope(OWNER, None)
+    sticker["envelope"]["dataMessage"]["sticker"] = {"packId": "a1b2", "stickerId": 3}
+    daemon.deliver(sticker)
+    [sent] = daemon.wait_sent(1)
+    assert "can't handle a sticker message" in sent["message"] and "a document or a photo" in sent["message"]
+    assert not chat_server.chat_requests

@@ -32,7 +32,6 @@ class SignalMessage:
     attachments: list[dict[str, Any]] = field(default_factory=list)
     mentions: list[dict[str, Any]] = field(default_factory=list)
     quote: dict[str, Any] | None = None
-    sticker: bool = False
 
     @property
     def sender(self) -> str:
@@ -55,12 +54,10 @@ class SignalMessage:
         return f"{PREFIX}{self.uuid or self.number}:{self.timestamp}"
 
     def kind(self) -> str:
-        """text, voice, photo, document (the first attachment's kind), sticker or other."""
+        """text, voice, photo, document (the first attachment's kind) or sticker: ``parse_event`` keeps no other."""
         if self.attachments:
             return attachment_kind(self.attachments[0])
-        if self.text:
-            return "text"
-        return "sticker" if self.sticker else "other"
+        return "text" if self.text else "sticker"
 
 
 def attachment_kind(att: dict[str, Any]) -> str:
@@ -94,8 +91,7 @@ def parse_event(obj: dict[str, Any]) -> SignalMessage | None:
     attachments = [
         a for a in data.get("attachments") or [] if isinstance(a, dict) and a.get("contentType") != LONG_TEXT
     ]  # its text is already in "message"
-    sticker = bool(data.get("sticker"))
-    if not text and not attachments and not sticker:
+    if not text and not attachments and not data.get("sticker"):
         return None  # group updates, expiration timer changes, ...
     group = data.get("groupInfo") or {}
     return SignalMessage(
@@ -107,7 +103,6 @@ def parse_event(obj: dict[str, Any]) -> SignalMessage | None:
         attachments=attachments,
         mentions=[m for m in data.get("mentions") or [] if isinstance(m, dict)],
         quote=data.get("quote") if isinstance(data.get("quote"), dict) else None,
-        sticker=sticker,
     )
 
 
