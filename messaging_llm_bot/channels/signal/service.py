@@ -24,7 +24,6 @@ from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
     SignalMessage,
     addressed_to_bot,
-    chat_of_conversation,
     is_bot,
     parse_event,
 )
@@ -89,7 +88,9 @@ class SignalService(ChannelService):
         await self.strangers.load()
         loop = asyncio.get_running_loop()
         self.notices = notices = self.owner_notices(self.turns.send_to, lambda: self.settings.owner_id)
-        self.intake = self.channel_intake(self.turns, hold=True, lost=_lost, queue_of=chat_of_conversation)
+        self.intake = self.channel_intake(
+            self.turns, hold=True, lost=_lost, queue_of=lambda conversation_id: conversation_id.removeprefix(PREFIX)
+        )
         how = "Send it a message to see your Signal id, then add it with"
         self.warn_if_no_one_allowed(self.settings.allowed, "signal.allowed", how, '["+NUMBER"]')
         log.info(

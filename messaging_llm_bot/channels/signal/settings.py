@@ -142,8 +142,3 @@ def recipient_params(chat: str) -> dict[str, Any]:
     if E164_RE.match(chat) or SIGNAL_UUID.match(chat):
         return {"recipient": [chat]}
     return {"groupId": chat}
-
-
-def chat_of_conversation(conversation_id: str) -> str:
-    """The chat id inside ``sig:<chat>``."""
-    return conversation_id.removeprefix(PREFIX)

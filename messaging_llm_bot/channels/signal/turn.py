@@ -21,10 +21,10 @@ from messaging_llm_bot.channels.signal.format import CAPABILITIES
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.send import SignalOut, quote_of
 from messaging_llm_bot.channels.signal.settings import (
+    PREFIX,
     SignalMessage,
     attachment_kind,
     attachment_name,
-    chat_of_conversation,
     model_text,
     parse_event,
     recipient_params,
@@ -69,7 +69,7 @@ class SignalTurns(ChatTurns):
         return self.runtime.settings.signal
 
     def address_of(self, conversation_id: str) -> Address:
-        return Address(chat_of_conversation(conversation_id))
+        return Address(conversation_id.removeprefix(PREFIX))
 
     def message(self, item: InboxItem) -> TurnMessage | None:
         msg = parse_event(item.payload)
