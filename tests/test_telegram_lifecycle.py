@@ -161,6 +161,28 @@ def test_reused_update_ids_after_moving_to_another_bot_api_server_are_answered(
     assert len(warned) == 1 and "highest id seen 90000" in warned[0]
 
 
+def test_polling_goes_on_after_the_bot_api_failed_with_a_growing_pause(
+    fake, start_bot, chat_server, monkeypatch, caplog
+):
+    """getUpdates answered 502 (an outage at Telegram, a proxy in between): asked again after a pause that grows with
+    each failure in a row, one warning each, and the next message is answered."""
+    import logging
+
+    monkeypatch.setattr(telegram_bot, "POLL_BACKOFF_FIRST_SECONDS", 0.05)
+    caplog.set_level(logging.WARNING)
+    start_bot()
+    fake.fail_next("getUpdates", status=502, times=3)
+
+    def pauses() -> list[str]:
+        return [r.getMessage().rsplit(" in ", 1)[1] for r in caplog.records if "getUpdates failed" in r.getMessage()]
+
+    wait_until(lambda: len(pauses()) == 3, what="three polls failed")
+    assert pauses() == ["0.05 s", "0.075 s", "0.113 s"]
+    chat_server.enqueue('{"reply": "still here"}')
+    fake.send_message("hello")
+    fake.wait_for(lambda: texts(fake) == ["still here"])
+
+
 def test_second_poller_conflict_stops_with_exit_code_1(fake, start_bot, capsys):
     fake.conflict_on_get_updates(True)
     bot = start_bot()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import time
 
+import pytest
 import requests
 
 from tests.telegram_harness import OWNER, texts
@@ -98,6 +100,21 @@ def test_webhook_without_configured_secret_generates_one_and_refuses_forgeries(
     assert post(port, update(912, "hello"), secret=secret).status_code == 200
     fake.wait_for(lambda: "the owner's private note" in texts(fake), timeout=10)
     assert len(chat_server.chat_requests) == 1  # the forged updates never reached the model
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_webhook_address_in_use_ends_the_start_with_one_line(fake, start_bot, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        hook = {"listen": "127.0.0.1", "port": port, "url": "https://bot.example.org/telegram"}
+        bot = start_bot(mode="webhook", webhook={**hook, "secret_token": "s3cret-token-0123456789"})
+        assert bot.join(20) == 1
+    gc.collect()  # tornado's bind_sockets leaves the socket it could not bind to the collector (the process ends)
+    err = capsys.readouterr().err
+    assert f"telegram: the webhook cannot listen on 127.0.0.1:{port}: " in err and "Traceback" not in err
+    assert not fake.calls("setWebhook")
 
 
 def test_webhook_secret_is_reused_across_restarts(fake, start_bot, workspace):

@@ -97,6 +97,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_reliability_disk.py",),
     ),
     Mutation(
+        "telegram-poll-backoff-does-not-grow",
+        f"{BOT}/channels/telegram/bot.py",
+        "                pause = min(POLL_BACKOFF_MAX_SECONDS, max(POLL_BACKOFF_FIRST_SECONDS, pause * 1.5))",
+        "                pause = POLL_BACKOFF_FIRST_SECONDS",
+        "a Bot API that keeps failing is asked again every second for as long as it fails",
+        ("test_telegram_lifecycle.py",),
+    ),
+    Mutation(
         "telegram-409-polls-on",
         f"{BOT}/channels/telegram/bot.py",
         "            except (Conflict, InvalidToken) as err:",

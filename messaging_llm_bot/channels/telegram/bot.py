@@ -60,8 +60,8 @@ API_READ_TIMEOUT_SECONDS = 5.0
 #: a slow network or a loaded machine answers late, and giving up at the first timeout ended the bot
 #: with exit 1. A refused connection at getMe still fails at once.
 START_ATTEMPTS = 3
-#: The longest pause between polls that failed (1 s, then half as long again each time).
-POLL_BACKOFF_MAX_SECONDS = 30.0
+#: The pause after a poll that failed, half as long again after each failure in a row, at most the second.
+POLL_BACKOFF_FIRST_SECONDS, POLL_BACKOFF_MAX_SECONDS = 1.0, 30.0
 ALLOWED_UPDATES = ["message", "callback_query"]
 
 
@@ -205,8 +205,8 @@ class TelegramService(ChannelService):
             except TimedOut:
                 continue
             except Exception as err:  # noqa: BLE001 - the network, the Bot API: polling goes on
-                pause = min(POLL_BACKOFF_MAX_SECONDS, max(1.0, pause * 1.5))
-                log.warning("telegram: getUpdates failed (%s); asking again in %.1f s", err, pause)
+                pause = min(POLL_BACKOFF_MAX_SECONDS, max(POLL_BACKOFF_FIRST_SECONDS, pause * 1.5))
+                log.warning("telegram: getUpdates failed (%s); asking again in %.3g s", err, pause)
                 await self.sleep(pause)
                 continue
             pause = 0.0

@@ -169,14 +169,13 @@ class TelegramIntake:
         message = message_of(update)
         if for_other_bot(message, bot.username):
             return
-        questions = self.turns.approvals.questions if self.turns.approvals is not None else None
         answer = self.shared.command(
             command_line(message),
             message_conversation(message),
             self.say(update),
             owner=self.access.from_owner(update),
             owner_data=self.access.owner_data(update),
-            decline=functools.partial(questions.decline_all, message.chat_id) if questions else lambda: None,
+            decline=functools.partial(self.turns.approvals.questions.decline_all, message.chat_id),
             ask_reset=functools.partial(self.ask_reset, message),
         )
         if command_name(message) == "stop":
