@@ -111,19 +111,22 @@ class Terminal:
         self._held = ""  # an escape sequence cut by a read, completed by the next
         self._marks: list[tuple[int, int]] = [(0, 0)]  # (len(output), len(raw)) after each read
 
-    def _read(self, timeout: float) -> None:
+    def _read(self, timeout: float) -> bool:
+        """Read what the terminal has within ``timeout``; False when there was nothing (or it is gone)."""
         ready, _, _ = select.select([self.master], [], [], timeout)
         if ready:
             try:
                 data = os.read(self.master, 65536)
             except OSError:
-                return
+                return False
             self.raw += data
             text = self._held + self._decoder.decode(data)
             cut = PARTIAL_ESCAPE.search(text)
             self._held, text = (text[cut.start() :], text[: cut.start()]) if cut else ("", text)
             self.output += ESCAPE.sub(_as_text, text)
             self._marks.append((len(self.output), len(self.raw)))
+            return bool(data)
+        return False
 
     def wait_for(self, text: str, timeout: float = 30, start: int = 0) -> None:
         deadline = time.monotonic() + timeout
@@ -179,7 +182,10 @@ class Terminal:
             os.close(fd)
 
     def close(self) -> None:
+        """End the bot (killed if it still runs), with what it printed read: ``lines_shown`` is the last screen."""
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(10)
+        while self._read(0.1):
+            pass
         os.close(self.master)

@@ -54,7 +54,7 @@ class Chat:
         assert [text.split()[0] for text in self.seen] == list(words), self.seen
 
     def prompt_after(self, text: str) -> None:
-        """readline's prompt shown after the last ``text`` printed."""
+        """The prompt shown after the last ``text`` printed."""
         self.term.wait_for(text)
         self.term.wait_for("you> ", start=self.term.output.rindex(text))
 
@@ -108,7 +108,7 @@ def test_lines_and_a_ctrl_d_typed_at_once_are_answered_then_the_chat_ends(chat: 
     """The Ctrl-D came in raw mode, as a key: at a line's start it still ends the chat, after the lines before it."""
     chat.term.type("one\rtwo\r\x04")
     chat.answered("one", "two")
-    chat.term.wait_for("ok: two")
+    chat.term.wait_shown(lambda shown: "ok: two" in shown, "the answer to the last line")
     assert chat.term.proc.wait(30) == 0
     assert "Traceback" not in chat.term.output
 
@@ -157,7 +157,7 @@ def test_the_terminal_stays_raw_while_an_answer_is_written_so_a_ctrl_d_then_ends
     assert not chat.term.cooked()
     chat.term.type("\x04")
     chat.go.set()
-    chat.term.wait_for("ok: one")
+    chat.term.wait_shown(lambda shown: "ok: one" in shown, "the answer")  # drawn by the prompt Ctrl-D ended
     assert chat.term.proc.wait(30) == 0
     assert "Traceback" not in chat.term.output
 

@@ -91,11 +91,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_console_typeahead.py",),
     ),
     Mutation(
-        "console-prompt-glued-to-the-answer",
+        "console-line-begun-not-shown",
         f"{BOT}/channels/console/extras.py",
-        '        return PROMPT if self.ended else "\\n" + PROMPT',
+        '        return f"{self.begun}\\n{PROMPT}" if self.begun and not self.app.is_done else PROMPT',
         "        return PROMPT",
-        "the prompt is drawn right after a line the answer has not ended: a line typed there shows glued to it",
-        ("test_console_gap.py",),
+        "the answer's line not ended yet is not shown while it streams: the answer appears a line at a time",
+        ("test_console_tty.py",),
     ),
 )

@@ -10,17 +10,18 @@ import io
 import os
 import select
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO, cast
 
-from prompt_toolkit import PromptSession
+from prompt_toolkit import Application, PromptSession
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output.vt100 import Vt100_Output
-from prompt_toolkit.patch_stdout import patch_stdout
+from prompt_toolkit.patch_stdout import StdoutProxy
 from prompt_toolkit.utils import is_dumb_terminal
 
 from assistant_framework.workspace.private import make_private_dirs, private_file
@@ -101,8 +102,6 @@ class PromptLines:
             except EOFError:  # Ctrl-D: the terminal back in cooked mode, a Ctrl-C while the answer ends is SIGINT
                 self.raw.close()
                 return ""
-            finally:
-                self.out.ended = True  # the prompt's line ended with it
             # A byte the terminal's UTF-8 cannot decode came as a lone surrogate: U+FFFD, as such text cannot be stored.
             self._lines.extend(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").split("\n"))
         return self._lines.popleft() + "\n"
@@ -114,21 +113,30 @@ Lines = PlainLines | PromptLines
 
 
 class _LineEnds(io.TextIOBase):
-    """What the chat prints at its terminal (to prompt_toolkit's stdout proxy), and whether it ended its line: the
-    prompt is drawn where the text ends, so while an answer streams it goes on the line below, not glued to it."""
+    """What the chat prints at its terminal: whole lines through prompt_toolkit's stdout proxy (above the prompt),
+    the line not ended yet (an answer streaming) drawn by the prompt, on the line above its own (``begun``).
+    Printed, it would leave the cursor mid-line, where the prompt's drawing and its cursor moves would start: the
+    next erasing of the prompt wiped the line's start from view."""
 
-    def __init__(self, out: TextIO) -> None:
-        self.out, self.ended = out, True
+    def __init__(self, out: TextIO, app: Application[str]) -> None:
+        self.out, self.app, self.begun = out, app, ""
+        self._lock = threading.Lock()
 
     def write(self, text: str) -> int:
-        self.ended = text.endswith("\n") if text else self.ended
-        return self.out.write(text)
+        with self._lock:
+            done, end, self.begun = (self.begun + text).rpartition("\n")
+            if end:
+                self.out.write(done + end)
+        self.app.invalidate()
+        return len(text)
 
     def flush(self) -> None:
         self.out.flush()
 
     def prompt(self) -> str:
-        return PROMPT if self.ended else "\n" + PROMPT
+        """The prompt's text; once a line is read (drawn as it stays), without the line begun: drawn above the
+        next prompt, or printed once ended."""
+        return f"{self.begun}\n{PROMPT}" if self.begun and not self.app.is_done else PROMPT
 
 
 class _StaysRaw(Vt100Input):
@@ -178,9 +186,12 @@ def open_lines(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path) 
     keys = KeyBindings()
     keys.add(Keys.BracketedPaste)(_paste)
     session = PromptSession[str](history=History(history), input=_StaysRaw(stdin), output=output, key_bindings=keys)
-    with contextlib.ExitStack() as raw, patch_stdout(raw=True):
+    # prompt_toolkit's patch_stdout, its writes not gathered for 0.2 s: a text printed before a line was sent would
+    # come below it.
+    proxy = cast(TextIO, StdoutProxy(sleep_between_writes=0, raw=True))
+    with contextlib.ExitStack() as raw, proxy, contextlib.redirect_stdout(proxy), contextlib.redirect_stderr(proxy):
         # Raw mode from the first prompt to the end of input: a Ctrl-D typed in cooked mode (between two prompts)
         # would become a NUL once raw mode is back, and be lost.
         raw.enter_context(session.input.raw_mode())
-        out = _LineEnds(sys.stdout)
+        out = _LineEnds(proxy, session.app)
         yield PromptLines(session, raw, out), cast(TextIO, out)
