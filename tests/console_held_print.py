@@ -6,11 +6,10 @@ chat goes on only once the test writes a line into the named pipe GO."""
 from __future__ import annotations
 
 import os
-import sys
 
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from messaging_llm_bot.cli.run import run_and_exit
+from tests.console_window import run_held
 
 MARK = "a reply held as it is printed"
 HELD = "[held while printing]"
@@ -30,8 +29,4 @@ def hold(go: str) -> None:
 
 
 if __name__ == "__main__":
-    go = sys.argv.pop(1)
-    if not os.path.exists(go):
-        sys.exit(f"no pipe {go}")
-    hold(go)
-    run_and_exit()
+    run_held(hold)

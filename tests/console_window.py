@@ -11,6 +11,7 @@ import os
 import select
 import sys
 import threading
+from collections.abc import Callable
 
 from messaging_llm_bot.channels.console.extras import PromptLines
 from messaging_llm_bot.cli.run import run_and_exit
@@ -40,9 +41,14 @@ def hold(go: str) -> None:
     PromptLines.read = read  # type: ignore[method-assign]
 
 
-if __name__ == "__main__":
+def run_held(hold: Callable[[str], None]) -> None:
+    """``python -m messaging_llm_bot ARGS`` with ``hold`` installed, given the named pipe GO (argv's first)."""
     go = sys.argv.pop(1)
     if not os.path.exists(go):
         sys.exit(f"no pipe {go}")
     hold(go)
     run_and_exit()
+
+
+if __name__ == "__main__":
+    run_held(hold)
