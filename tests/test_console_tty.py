@@ -309,7 +309,7 @@ def test_a_notice_left_by_the_last_run_is_printed_once_between_the_lines_at_the_
     bot_config, workspace, tmp_path: Path
 ) -> None:
     """A collector's notice goes through the inbox (ItemTurns.queue_notice); one a quit left unprinted is printed
-    at the next start between the user's lines, once, and does not hold the prompt (it is no typed message)."""
+    at the next start above the prompt, once, and does not hold the prompt (it is no typed message)."""
     import io
     import threading
 

@@ -166,7 +166,7 @@ def test_a_line_typed_while_the_answer_is_made_joins_it_and_one_begun_waits_for_
     tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path
 ) -> None:
     """The default busy mode (steer; docs/conversation.md): a line sent with Enter while the answer is made is taken
-    then (here begun right after the first Enter, before readline gave the terminal back), its note printed while
+    then (here begun right after the first Enter), its note printed while
     the model still holds the answer, and the one reply answers both; keys typed then with no Enter are the next
     prompt's line."""
     with _started(Chat(tmp_path, chat_server, test_skills_dir, "steer")) as chat:

@@ -73,7 +73,7 @@ def progress_line(event: AgentEvent) -> str | None:
 
 class ConsoleTurns(OwnerChatTurns):
     """The terminal chat's turns (conversation/owner_chat.py): a typed message's reply printed as a block (the reply,
-    an empty line) after what streamed of it; a job run's, a notice's between the user's lines. Each printed once:
+    an empty line) after what streamed of it; a job run's, a notice's above the prompt. Each printed once:
     the ledger records it."""
 
     REREAD = True  # a job run handed over again may have been answered meanwhile
@@ -107,7 +107,7 @@ class ConsoleTurns(OwnerChatTurns):
 
     async def deliver(self, item: InboxItem, text: str) -> bool:
         """Print a reply once (not again when the ledger shows it printed before a crash): a typed message's at
-        once, a job run's or a notice's between the user's lines; False when the chat ended first (it stays)."""
+        once, a job run's or a notice's above the prompt; False when the chat is leaving (it stays)."""
         if await asyncio.to_thread(self.inbox.parts_sent, item.item_id) > 0:
             return True
         if not (is_job_item(item) or is_notice_item(item)):
@@ -175,7 +175,7 @@ class ConsoleService(OwnerChatService):
         super().answer_left(item)
 
     async def send_notice(self, text: str) -> bool:
-        """A notice (a collector's, the spending caps') through the inbox like a reply, printed between the lines."""
+        """A notice (a collector's, the spending caps') through the inbox like a reply, printed above the prompt."""
         return await self.turns.queue_notice(self.side, CHAT, text)
 
     async def show(self, text: str) -> bool:
@@ -186,7 +186,7 @@ class ConsoleService(OwnerChatService):
         return True
 
     async def tell(self, text: str) -> bool:
-        """A reminder's or the bot's Markdown printed between the user's lines; False when the chat ended first."""
+        """A reminder's or the bot's Markdown printed above the prompt; False when the chat is leaving."""
         return await self.show(terminal_text(text))
 
     # -- the main thread's calls ----------------------------------------------------------------------------
