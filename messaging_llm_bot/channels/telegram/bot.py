@@ -23,7 +23,7 @@ import logging
 import re
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import telegram
 from telegram import BotCommand, Update
@@ -33,7 +33,6 @@ from telegram.request import HTTPXRequest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.tls import shared_context
-from messaging_llm_bot.channels.listener import WebhookListener
 from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
@@ -42,12 +41,14 @@ from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.channels.telegram.send import send_to
 from messaging_llm_bot.channels.telegram.settings import api_urls, chat_of, is_command
 from messaging_llm_bot.channels.telegram.turn import TelegramTurns
-from messaging_llm_bot.channels.telegram.webhook import MAX_UPDATE_BYTES, UpdateHandler, webhook_secret
 from messaging_llm_bot.conversation.commands import COMMANDS
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
+
+if TYPE_CHECKING:  # pragma: no cover - imported in webhook mode only (``serve``)
+    from messaging_llm_bot.channels.listener import WebhookListener
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,10 @@ class TelegramService(ChannelService):
         self.warn_if_no_one_allowed(ids, "telegram.allowed_user_ids", how, "[ID]")
         self.intake.start_replay()
         if self.settings.mode == "webhook":
+            # Here: the listener brings the web page's parts (its limits, its headers), which polling never needs.
+            from messaging_llm_bot.channels.listener import WebhookListener
+            from messaging_llm_bot.channels.telegram.webhook import MAX_UPDATE_BYTES, UpdateHandler, webhook_secret
+
             hook = self.settings.webhook
             # Never without a secret: a forged POST would otherwise run as any user it names.
             secret = webhook_secret(hook.secret_token or None, self.runtime.workspace)
