@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -17,7 +18,7 @@ import requests
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.channels.telegram import bot as telegram_bot
-from messaging_llm_bot.conversation.job_router import job_router
+from messaging_llm_bot.conversation.job_router import JobRouter, job_router
 from tests import preload
 from tests.telegram_harness import OWNER, busy_queue, texts
 from tests.waiting import wait_until
@@ -188,6 +189,35 @@ def test_second_poller_conflict_stops_with_exit_code_1(fake, start_bot, capsys):
     bot = start_bot()
     assert bot.join(20) == 1
     assert "409 Conflict" in capsys.readouterr().err
+
+
+def test_a_stop_while_the_bot_joins_the_scheduler_leaves_no_scheduler_running(fake, start_bot, monkeypatch):
+    """A stop (a 409 Conflict, Ctrl-C) that lands while the bot joins the job scheduler: the join ends in its
+    thread all the same, so the stop leaves the scheduler too. Cancelled at that await, the bot forgot it had
+    joined: the scheduler's thread ran on, handing job runs to a channel that was gone."""
+    attach, entered, stopping, joined = JobRouter.attach, threading.Event(), threading.Event(), threading.Event()
+
+    def attach_once_the_stop_began(router, *args, **kwargs):
+        entered.set()
+        stopping.wait(10)
+        time.sleep(0.2)  # the stop has cancelled the deferred start's wait for this call by now
+        try:
+            return attach(router, *args, **kwargs)
+        finally:
+            joined.set()
+
+    monkeypatch.setattr(JobRouter, "attach", attach_once_the_stop_began)
+    jobs_threads = [t for t in threading.enumerate() if t.name == "jobs"]
+    bot = start_bot(wait_ready=False)
+    assert entered.wait(20), "the bot never joined the scheduler"
+    stopping.set()
+    assert bot.stop() == 0
+    assert joined.wait(10)
+    wait_until(lambda: job_router(bot.service.runtime).attached_channels() == frozenset(), what="the scheduler left")
+    wait_until(
+        lambda: [t for t in threading.enumerate() if t.name == "jobs"] == jobs_threads,
+        what="the scheduler's thread ended",
+    )
 
 
 def test_a_command_answered_before_a_stop_is_not_run_again_at_the_next_start(fake, start_bot):

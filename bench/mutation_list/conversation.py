@@ -40,6 +40,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a stop leaves Signal's event stream (Matrix's sync loop) being read: the channel never stops",
         ("test_signal.py",),
     ),
+    Mutation(
+        "join-jobs-forgotten-at-a-stop",
+        f"{BOT}/conversation/service.py",
+        "        except asyncio.CancelledError:\n            self.jobs = await joining\n            raise",
+        "        except asyncio.CancelledError:\n            raise",
+        "a stop during the join leaves the job scheduler running, handing runs to a channel that is gone",
+        ("test_telegram_lifecycle.py",),
+    ),
     # -- a chat message's turn and its reply's way out (conversation/chat_turns.py) ---------------------------
     Mutation(
         "chat-turns-retry-after-ignored",

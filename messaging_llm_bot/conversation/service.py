@@ -219,8 +219,16 @@ class ChannelService:
         return await turns.queue_notice(self.tasks, chat, text)
 
     async def join_jobs(self, jobs: ChannelJobs) -> None:
-        """Join the process's one job scheduler (left at the stop)."""
-        self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, self.NAME, jobs, self.job_clock)
+        """Join the process's one job scheduler (left at the stop). A stop that cancels the wait does not stop the
+        join in its thread: it is waited for, so that the stop knows to leave the scheduler again."""
+        joining = asyncio.ensure_future(
+            asyncio.to_thread(job_router(self.runtime).attach, self.NAME, jobs, self.job_clock)
+        )
+        try:
+            self.jobs = await asyncio.shield(joining)
+        except asyncio.CancelledError:
+            self.jobs = await joining
+            raise
 
     def channel_intake(
         self,
