@@ -28,6 +28,10 @@ MUTATIONS: tuple[Mutation, ...] = tuple(
 #: Which area file holds a mutation of a file of these packages (the first matching prefix).
 AREAS: tuple[tuple[str, str], ...] = (
     ("assistant_framework/agentskills", "skills"),
+    # The process's one scheduler (conversation/job_*.py) is scheduled work: before the rest of conversation/.
+    ("messaging_llm_bot/conversation/job_add", "jobs"),
+    ("messaging_llm_bot/conversation/job_router", "jobs"),
+    ("messaging_llm_bot/conversation/job_scheduler", "jobs"),
     ("messaging_llm_bot/conversation", "conversation"),
     ("assistant_framework/collectors", "jobs"),
     ("assistant_framework/redaction", "config"),

@@ -1,5 +1,5 @@
 """Mutations of the conversation service every channel uses (messaging_llm_bot/conversation/) and of the channels'
-shared modules (messaging_llm_bot/channels/*.py)."""
+shared modules (messaging_llm_bot/channels/*.py); the scheduler's files (conversation/job_*.py) are jobs.py's."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from mutation_list.common import (
     KIT_CONSOLE_WEBCHAT,
     OWNER_CHATS,
     PAIRING,
-    SERVE_CHAT,
     SLACK,
     SLACK_BOT,
     TELEGRAM,
@@ -107,15 +106,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a task left on a channel's loop at its end is destroyed pending (the terminal chat's typed line at SIGTERM)",
         ("test_agent_stop.py",),
     ),
-    # -- scheduled jobs (jobs/, skills/jobs, agent/guard.py SCHEDULING_SKILLS) -------------------------
-    Mutation(
-        "jobs-route-ignores-chat",
-        f"{BOT}/conversation/job_router.py",
-        'channel = channel_of(job.chat_id) if job.chat_id not in (None, "") else home_channel(self.runtime.settings)',
-        "channel = home_channel(self.runtime.settings)",
-        "a job made in a Signal chat runs on Telegram (another channel's owner chat) when both run in one process",
-        JOB_ROUTING,
-    ),
+    # -- routing, the owner's chats, strangers and pairing, busy modes, the channels' doctor and setup -----------
     Mutation(
         "jobs-hand-made-last-channel",
         f"{BOT}/conversation/routes.py",
@@ -123,72 +114,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        return configured[-1]",
         "a job made by hand runs on Signal, not on the first configured channel (Telegram)",
         JOB_ROUTING,
-    ),
-    Mutation(
-        "jobs-scheduler-per-channel",
-        f"{BOT}/conversation/job_router.py",
-        "        if router is None or router.runtime is not runtime:",
-        "        if True:",
-        "each channel runs a scheduler of its own: two schedulers look at one jobs file in one process",
-        JOB_ROUTING,
-    ),
-    Mutation(
-        "reminders-route-ignores-chat",
-        f"{BOT}/conversation/job_router.py",
-        "        jobs = self._attached().get(channel_of(chat_id))",
-        "        jobs = self._attached().get(home_channel(self.runtime.settings))",
-        "a reminder set in a Signal chat is sent through Telegram when both run in one process",
-        JOB_ROUTING,
-    ),
-    Mutation(
-        "reminders-of-channels-not-running",
-        f"{BOT}/conversation/job_router.py",
-        "            channels=self._reminder_channels,",
-        "            channels=None,",
-        "a reminder of a channel not running in this process is tried (and warned about) at every poll",
-        ("test_signal_beside_telegram.py", *JOB_ROUTING),
-    ),
-    Mutation(
-        "jobs-one-row-stops-the-look",
-        f"{BOT}/conversation/job_scheduler.py",
-        "except Exception as err:  # noqa: BLE001 - one row that cannot be planned",
-        "except OSError as err:  # noqa: BLE001 - one row that cannot be planned",
-        "a row the look cannot plan stops every job",
-        ("test_jobs_bad_rows.py",),
-        equivalent="job_of plans every row (its next run from last_planned and from now) before the scheduler "
-        "sees it, so no row that reads reaches a look that cannot plan it; the guard is for what is not known yet",
-    ),
-    Mutation(
-        "jobs-scheduler-without-limits",
-        f"{BOT}/conversation/job_scheduler.py",
-        "store = JobStore(self.workspace, settings.runtime.timezone, settings.jobs)",
-        "store = JobStore(self.workspace, settings.runtime.timezone)",
-        "a file written past the limits runs all its jobs: 121 every-minute jobs, a prompt job every minute",
-        ("test_jobs_planted.py",),
-    ),
-    Mutation(
-        "jobs-problems-not-told",
-        f"{BOT}/conversation/job_scheduler.py",
-        "        if new:",
-        "        if False:",
-        "a broken jobs file stops every job and the owner is not told",
-        ("test_jobs_planted.py",),
-    ),
-    Mutation(
-        "jobs-problems-told-at-every-look",
-        f"{BOT}/conversation/job_scheduler.py",
-        "        if set(hashes) != told:",
-        "        if False:",
-        "the owner is told of the same broken row again and again",
-        ("test_jobs_planted.py",),
-    ),
-    Mutation(
-        "jobs-hand-row-not-filled-in",
-        f"{BOT}/conversation/job_scheduler.py",
-        "for given in store.fill_in(now):",
-        "for given in []:",
-        "a row written by hand without id or created_at never runs",
-        ("test_jobs_by_hand.py",),
     ),
     Mutation(
         "doctor-empty-telegram-allowlist-unchecked",
@@ -232,36 +157,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         HOOKS,
     ),
     Mutation(
-        "serve-chat-approver-not-the-home-channels",
-        f"{BOT}/conversation/job_router.py",
-        "        return jobs.ask_owner if jobs is not None else None",
-        "        return None",
-        "the router never finds the home channel's way to ask the owner: every approve_in_chat call is refused",
-        ("test_serve_approve_home.py",) + SERVE_CHAT,
-    ),
-    Mutation(
         "owner-chats-any-thread",
         "messaging_llm_bot/conversation/routes.py",
         "        return bool(found) and chat in ids",
         "        return bool(found)",
         "a guest's email thread or another Matrix room's thread counts as the owner's: a served client searches it",
         OWNER_CHATS,
-    ),
-    Mutation(
-        "chat-jobs-add-past-max-jobs",
-        f"{BOT}/conversation/job_add.py",
-        "        job = store.add(fields, max_jobs=limits.max_jobs, now=now)",
-        "        job = store.add(fields, max_jobs=None, now=now)",
-        "/jobs add in chat adds jobs past jobs.max_jobs",
-        ("test_jobs_bot.py",),
-    ),
-    Mutation(
-        "chat-jobs-add-prompt-too-often",
-        f"{BOT}/conversation/job_add.py",
-        "    store = JobStore(workspace, default_tz, limits)",
-        "    store = JobStore(workspace, default_tz, None)",
-        "/jobs add in chat makes a prompt job (a model turn) run more often than jobs.min_prompt_interval_minutes",
-        ("test_jobs_bot.py",),
     ),
     Mutation(
         "model-choice-at-cap",

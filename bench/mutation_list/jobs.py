@@ -1,8 +1,9 @@
-"""Mutations of scheduled work and outside events: jobs, schedules, hooks, collectors."""
+"""Mutations of scheduled work and outside events: jobs, schedules, hooks, collectors, and the process's one
+scheduler (messaging_llm_bot/conversation/job_*.py)."""
 
 from __future__ import annotations
 
-from mutation_list.common import AF, HOOKS, JOBS, Mutation
+from mutation_list.common import AF, BOT, HOOKS, JOB_ROUTING, JOBS, SERVE_CHAT, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -229,5 +230,104 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            if False:",
         "the deliveries taken are not remembered: a replay runs again",
         HOOKS,
+    ),
+    # -- the process's one scheduler and its runs (messaging_llm_bot/conversation/job_*.py) -------------------
+    Mutation(
+        "jobs-route-ignores-chat",
+        f"{BOT}/conversation/job_router.py",
+        'channel = channel_of(job.chat_id) if job.chat_id not in (None, "") else home_channel(self.runtime.settings)',
+        "channel = home_channel(self.runtime.settings)",
+        "a job made in a Signal chat runs on Telegram (another channel's owner chat) when both run in one process",
+        JOB_ROUTING,
+    ),
+    Mutation(
+        "jobs-scheduler-per-channel",
+        f"{BOT}/conversation/job_router.py",
+        "        if router is None or router.runtime is not runtime:",
+        "        if True:",
+        "each channel runs a scheduler of its own: two schedulers look at one jobs file in one process",
+        JOB_ROUTING,
+    ),
+    Mutation(
+        "reminders-route-ignores-chat",
+        f"{BOT}/conversation/job_router.py",
+        "        jobs = self._attached().get(channel_of(chat_id))",
+        "        jobs = self._attached().get(home_channel(self.runtime.settings))",
+        "a reminder set in a Signal chat is sent through Telegram when both run in one process",
+        JOB_ROUTING,
+    ),
+    Mutation(
+        "reminders-of-channels-not-running",
+        f"{BOT}/conversation/job_router.py",
+        "            channels=self._reminder_channels,",
+        "            channels=None,",
+        "a reminder of a channel not running in this process is tried (and warned about) at every poll",
+        ("test_signal_beside_telegram.py", *JOB_ROUTING),
+    ),
+    Mutation(
+        "jobs-one-row-stops-the-look",
+        f"{BOT}/conversation/job_scheduler.py",
+        "except Exception as err:  # noqa: BLE001 - one row that cannot be planned",
+        "except OSError as err:  # noqa: BLE001 - one row that cannot be planned",
+        "a row the look cannot plan stops every job",
+        ("test_jobs_bad_rows.py",),
+        equivalent="job_of plans every row (its next run from last_planned and from now) before the scheduler "
+        "sees it, so no row that reads reaches a look that cannot plan it; the guard is for what is not known yet",
+    ),
+    Mutation(
+        "jobs-scheduler-without-limits",
+        f"{BOT}/conversation/job_scheduler.py",
+        "store = JobStore(self.workspace, settings.runtime.timezone, settings.jobs)",
+        "store = JobStore(self.workspace, settings.runtime.timezone)",
+        "a file written past the limits runs all its jobs: 121 every-minute jobs, a prompt job every minute",
+        ("test_jobs_planted.py",),
+    ),
+    Mutation(
+        "jobs-problems-not-told",
+        f"{BOT}/conversation/job_scheduler.py",
+        "        if new:",
+        "        if False:",
+        "a broken jobs file stops every job and the owner is not told",
+        ("test_jobs_planted.py",),
+    ),
+    Mutation(
+        "jobs-problems-told-at-every-look",
+        f"{BOT}/conversation/job_scheduler.py",
+        "        if set(hashes) != told:",
+        "        if False:",
+        "the owner is told of the same broken row again and again",
+        ("test_jobs_planted.py",),
+    ),
+    Mutation(
+        "jobs-hand-row-not-filled-in",
+        f"{BOT}/conversation/job_scheduler.py",
+        "for given in store.fill_in(now):",
+        "for given in []:",
+        "a row written by hand without id or created_at never runs",
+        ("test_jobs_by_hand.py",),
+    ),
+    Mutation(
+        "serve-chat-approver-not-the-home-channels",
+        f"{BOT}/conversation/job_router.py",
+        "        return jobs.ask_owner if jobs is not None else None",
+        "        return None",
+        "the router never finds the home channel's way to ask the owner: every approve_in_chat call is refused",
+        ("test_serve_approve_home.py",) + SERVE_CHAT,
+    ),
+    Mutation(
+        "chat-jobs-add-past-max-jobs",
+        f"{BOT}/conversation/job_add.py",
+        "        job = store.add(fields, max_jobs=limits.max_jobs, now=now)",
+        "        job = store.add(fields, max_jobs=None, now=now)",
+        "/jobs add in chat adds jobs past jobs.max_jobs",
+        ("test_jobs_bot.py",),
+    ),
+    Mutation(
+        "chat-jobs-add-prompt-too-often",
+        f"{BOT}/conversation/job_add.py",
+        "    store = JobStore(workspace, default_tz, limits)",
+        "    store = JobStore(workspace, default_tz, None)",
+        "/jobs add in chat makes a prompt job (a model turn) run more often than jobs.min_prompt_interval_minutes",
+        ("test_jobs_bot.py",),
     ),
 )
