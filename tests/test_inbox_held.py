@@ -1,6 +1,7 @@
-"""A message the inbox cannot store is held, never lost (issue 26 follow-up): not confirmed to Telegram,
-not read past on Signal's stream; the cause logged once; each chat told once; answered exactly once when
-storage works again. The real bots against the fake Bot API / signal-cli daemon and the fake model.
+"""A message the inbox cannot store is held, never lost (issue 26 follow-up): not confirmed to Telegram (a
+webhook's POST refused with 503), not read past on Signal's stream; the cause logged once; each chat told once;
+answered exactly once when storage works again. The real bots against the fake Bot API / signal-cli daemon and
+the fake model.
 
 Storage is broken by putting a file where the inbox's folder ``state/inbox/pending`` is (every write
 below it fails with ENOTDIR, also for root, whom ``chmod`` does not stop); the disk-full and read-only
@@ -116,30 +117,35 @@ def test_signal_holds_a_message_it_cannot_store_and_answers_it_once_storage_work
     assert json.dumps(daemon.sent).count("I cannot save messages") == 1
 
 
-def test_telegram_webhook_mode_holds_a_message_it_cannot_store_and_answers_it_once_storage_works(
+def test_telegram_webhook_mode_refuses_an_update_it_cannot_store_and_answers_it_once_telegram_sends_it_again(
     fake, start_bot, chat_server, workspace
 ):
-    """The listener has answered the POST before the update is stored: held in memory, the chat told once,
-    answered once the inbox stores again (it was refused and lost)."""
+    """A webhook's 200 tells Telegram the update is delivered, so it comes only once the inbox holds the update on
+    disk: while the inbox cannot store, the POST is answered 503 (Telegram sends it again later) and the chat is told
+    once; nothing waits in memory only, where a crash would lose it. The resent update is answered once."""
     from tests.test_telegram_webhook import free_port, post, update
 
     chat_server.set_handler(echo_reply)
     port, secret = free_port(), "s3cret-token-0123456789"
     hook = {"listen": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}/telegram", "secret_token": secret}
-    bot = start_bot(mode="webhook", webhook=hook, progress=False)
+    start_bot(mode="webhook", webhook=hook, progress=False)
     workspace.path(PENDING_DIR).mkdir(parents=True, exist_ok=True)
     pending = break_inbox(workspace)
-    assert post(port, update(930, "held over the webhook"), secret=secret).status_code == 200
+    held_update = update(930, "held over the webhook")
+    assert post(port, held_update, secret=secret).status_code == 503
     fake.wait_for(lambda: any("I cannot save messages right now" in t for t in texts(fake)), timeout=10)
-    fake.wait_for(lambda: bot.service.storage.tries >= 2)  # tried again
-    assert asked(chat_server) == []
-    # /stop does not wait behind the update held in the chat's order (there is no turn to stop yet).
+    assert post(port, held_update, secret=secret).status_code == 503  # Telegram's retry, still not storable
+    # /stop is no message the model reads: nothing to store, answered at once.
     stop = update(931, "/stop")
     stop["message"]["entities"] = [{"type": "bot_command", "offset": 0, "length": len("/stop")}]
     assert post(port, stop, secret=secret).status_code == 200
     fake.wait_for(lambda: any("nothing to stop" in t for t in texts(fake)), timeout=10)
-    assert not any(t.startswith("re:") for t in texts(fake))  # the held message is still held
+    assert asked(chat_server) == []
+    assert sum("I cannot save messages" in t for t in texts(fake)) == 1  # told once, not per try
     repair_inbox(pending)
+    assert post(port, held_update, secret=secret).status_code == 200  # Telegram's next retry
     fake.wait_for(lambda: "re: held over the webhook" in texts(fake), timeout=15)
-    assert asked(chat_server) == ["held over the webhook"]
+    assert post(port, held_update, secret=secret).status_code == 200  # once more (a 200 lost on its way): no turn
     fake.wait_for(lambda: not Inbox(workspace).pending())
+    assert asked(chat_server) == ["held over the webhook"]
+    assert texts(fake).count("re: held over the webhook") == 1

@@ -138,14 +138,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_telegram_commands.py",),
     ),
     Mutation(
-        "telegram-stop-waits-in-order",
-        f"{BOT}/channels/telegram/intake.py",
-        '        if command_name(message) == "stop":\n            await answer',
-        "        if False:\n            await answer",
-        "/stop waits behind an update held for the inbox (webhook mode) instead of stopping the turn at once",
-        ("test_inbox_held.py",),
-    ),
-    Mutation(
         "telegram-reset-without-buttons",
         f"{BOT}/channels/telegram/intake.py",
         "            ask_reset=functools.partial(self.ask_reset, message),\n",

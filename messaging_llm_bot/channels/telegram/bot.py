@@ -140,8 +140,10 @@ class TelegramService(ChannelService):
             rate_limiter=ReplyFirstRateLimiter(),
         )
         self.turns = TelegramTurns(self.runtime, Inbox(self.runtime.workspace), bot, self.approvals)
-        # Held while the inbox cannot store (unconfirmed to Telegram); each chat's queue is its chat's.
-        shared = self.channel_intake(self.turns, hold=True, queue_of=chat_of, taken=self.turns.albums.arrived)
+        # Polling: held while the inbox cannot store (unconfirmed to Telegram); a webhook's POST is refused then (503:
+        # Telegram sends it again). Each chat's queue is its chat's.
+        hold = self.settings.mode != "webhook"
+        shared = self.channel_intake(self.turns, hold=hold, queue_of=chat_of, taken=self.turns.albums.arrived)
         self.intake = TelegramIntake(self.runtime, self.access, self.turns, shared)
         self.shutdown.turns = self.turns
         return bot
@@ -163,7 +165,7 @@ class TelegramService(ChannelService):
             hook = self.settings.webhook
             # Never without a secret: a forged POST would otherwise run as any user it names.
             secret = webhook_secret(hook.secret_token or None, self.runtime.workspace)
-            args = {"secret": secret, "bot": bot, "handle": self.handle}
+            args = {"secret": secret, "bot": bot, "take": self.webhook_update}
             self._webhook = WebhookListener(hook.listen, hook.port, "/telegram", UpdateHandler, args, MAX_UPDATE_BYTES)
             self._webhook.start()
             url = hook.url or self._webhook.url
@@ -219,6 +221,15 @@ class TelegramService(ChannelService):
                 self._offset = kept[-1].update_id + 1
             for update in kept:
                 self.handle(update)
+
+    async def webhook_update(self, update: Update) -> bool:
+        """A webhook POST's update, answered 200 (True) only once it is on disk in the inbox (when the model reads
+        it), then dispatched; False (503: Telegram sends it again) when it could not be stored or the bot stops."""
+        async with self.intake.order:  # POSTs stored and dispatched in the order they came
+            if self.stopping or not await self.intake.fetched([update], update.get_bot(), synced=True):
+                return False
+            self.handle(update)
+        return True
 
     def handle(self, update: Update) -> None:
         """``dispatch`` ``update`` in a task of its own; called in arrival order, so the tasks start in it."""

@@ -24,7 +24,6 @@ from messaging_llm_bot.channels.telegram.send import answering
 from messaging_llm_bot.channels.telegram.settings import (
     addressed_to_bot,
     command_line,
-    command_name,
     conversation_id,
     for_other_bot,
     is_command,
@@ -57,8 +56,8 @@ class TelegramIntake:
         self.items: dict[str, InboxItem] = {}  # update id -> its item, stored when it was fetched
         self._arrivals: dict[str, Arrival] = {}  # update id -> what was read of it then (``take`` reads it once)
         self._unconfirmed: int | None = None  # the first update id stored and not yet synced (``confirmable``)
-        # One update at a time from storing to its place in its chat's queue: Telegram's order holds per chat
-        # also where an update is stored as its handlers run (webhook mode).
+        # One update at a time from storing to its place in its chat's queue (and a webhook's POSTs from storing to
+        # their dispatch): Telegram's order holds per chat.
         self.order = asyncio.Lock()
 
     @property
@@ -103,12 +102,13 @@ class TelegramIntake:
         to, quote = answering(update)
         return functools.partial(self.turns.say, to, reply_to=quote)
 
-    async def fetched(self, updates: Sequence[Update], bot: telegram.Bot) -> Sequence[Update]:
-        """The fetched updates that may be confirmed to Telegram (bot.py's poll): each model-bound one is
-        in the inbox first (``ChannelIntake.store_all``: a burst in one batch; while the inbox cannot store, held
-        unconfirmed and tried again after a growing pause, its chat told once). From one a stop ended while it
-        was held, none is confirmed: Telegram delivers them again. They are written, not yet fsynced: their turns
-        start while the disk commits, and the next getUpdates waits for it (``confirmable``)."""
+    async def fetched(self, updates: Sequence[Update], bot: telegram.Bot, *, synced: bool = False) -> Sequence[Update]:
+        """The fetched updates that may be confirmed to Telegram (bot.py's poll, or a webhook POST's one update with
+        ``synced``): each model-bound one is in the inbox first (``ChannelIntake.store_all``: a burst in one batch;
+        while the inbox cannot store, held unconfirmed and tried again after a growing pause when polling, its chat
+        told once). From one a stop ended while it was held (or the webhook could not store), none is confirmed:
+        Telegram delivers them again. Polled ones are written, not yet fsynced: their turns start while the disk
+        commits, and the next getUpdates waits for it (``confirmable``)."""
         bound: dict[str, tuple[Update, Arrival]] = {}
         for update in updates:
             try:
@@ -118,9 +118,9 @@ class TelegramIntake:
                 log.exception("telegram: could not read update %s for the inbox", update.update_id)
         arrivals = [arrival for _, arrival in bound.values()]
         count, items = await self.shared.store_all(
-            arrivals, lambda arrival: self.say(bound[arrival.source_id][0]), synced=False
+            arrivals, lambda arrival: self.say(bound[arrival.source_id][0]), synced=synced
         )
-        if items:
+        if items and not synced:
             first = min(int(item.source_id) for item in items)
             self._unconfirmed = first if self._unconfirmed is None else min(self._unconfirmed, first)
         self.items.update((item.source_id, item) for item in items)
@@ -178,9 +178,6 @@ class TelegramIntake:
             decline=functools.partial(self.turns.approvals.questions.decline_all, message.chat_id),
             ask_reset=functools.partial(self.ask_reset, message),
         )
-        if command_name(message) == "stop":
-            await answer  # not behind the order, which an update held for the inbox may hold
-            return
         async with self.order:
             await answer
 

@@ -132,12 +132,6 @@ def command_parts(message: telegram.Message) -> tuple[str, str, str] | None:
     return name, target.lower(), " ".join(text.split(None, 1)[1:])
 
 
-def command_name(message: telegram.Message) -> str | None:
-    """The command a message starts with (``/Stop@bot now`` -> ``stop``), or None."""
-    parts = command_parts(message)
-    return None if parts is None else parts[0].lower()
-
-
 def command_line(message: telegram.Message) -> str:
     """A command message as the shared commands read it (conversation/commands.py): the name without its ``@bot``
     (``/Stop@Bot!`` -> ``/Stop``), then the rest (``/model@bot small`` -> ``/model small``); "" for no command."""

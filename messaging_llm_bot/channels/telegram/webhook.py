@@ -4,8 +4,10 @@ timeouts, the security headers), never without a secret.
 Telegram sends the secret given to ``setWebhook`` in the ``X-Telegram-Bot-Api-Secret-Token`` header of every
 update; a POST without it or with another one is answered 403 (compared in constant time) and runs nothing.
 Without a configured ``telegram.webhook.secret_token`` anyone who finds the URL could post updates as the owner,
-so one is generated and kept in ``state/webhook_secret``. A valid update is answered 200 at once and dispatched
-(bot.py), where it is stored in the inbox in its chat's order.
+so one is generated and kept in ``state/webhook_secret``. A valid update is answered 200 only once the inbox holds
+it on disk (bot.py's ``webhook_update``), and then dispatched in its chat's order: a crash after the 200 loses
+nothing. While the inbox cannot store it, the answer is 503 and Telegram sends it again later (its chat is told
+once); it is never held in memory only.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import telegram
 from telegram import Update
@@ -50,10 +52,10 @@ def webhook_secret(configured: str | None, workspace: Workspace) -> str:
 
 
 class UpdateHandler(PlainHandler):
-    def initialize(self, secret: str, bot: telegram.Bot, handle: Callable[[Update], None]) -> None:
-        self.secret, self.bot, self.handle = secret, bot, handle
+    def initialize(self, secret: str, bot: telegram.Bot, take: Callable[[Update], Awaitable[bool]]) -> None:
+        self.secret, self.bot, self.take = secret, bot, take
 
-    def post(self) -> None:
+    async def post(self) -> None:
         given = self.request.headers.get(SECRET_HEADER, "")
         if not hmac.compare_digest(given.encode("utf-8"), self.secret.encode("utf-8")):
             log.info("telegram: a webhook POST without the right secret from %s (refused)", self.request.remote_ip)
@@ -68,5 +70,7 @@ class UpdateHandler(PlainHandler):
             log.warning("telegram: a webhook POST that is no update was refused")
             self._answer(400, "the body is not a Telegram update")
             return
-        self.handle(update)
+        if not await self.take(update):
+            self._answer(503, "the update could not be stored; send it again")
+            return
         self._answer(200, "ok")
