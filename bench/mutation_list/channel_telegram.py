@@ -128,6 +128,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a forged webhook POST with any secret runs as the user it names",
         ("test_telegram_webhook.py",),
     ),
+    Mutation(
+        "telegram-webhook-200-before-stored",
+        f"{BOT}/channels/telegram/webhook.py",
+        "        if not await self.take(update):",
+        "        if not (await self.take(update) or True):",
+        "a webhook POST whose update the inbox could not store is answered 200: Telegram never sends it again",
+        ("test_inbox_held.py",),
+    ),
+    Mutation(
+        "telegram-webhook-stores-unsynced",
+        f"{BOT}/channels/telegram/bot.py",
+        "await self.intake.fetched([update], update.get_bot(), synced=True)",
+        "await self.intake.fetched([update], update.get_bot())",
+        "a webhook POST is answered 200 before its update is fsynced: a power cut after the 200 loses it",
+        ("test_telegram_webhook.py", "test_inbox_held.py"),
+    ),
     # -- Telegram's commands through the shared intake (channels/telegram/intake.py) ------------------------------
     Mutation(
         "telegram-command-for-other-bot-answered",
