@@ -118,7 +118,7 @@ def test_signal_holds_a_message_it_cannot_store_and_answers_it_once_storage_work
 
 
 def test_telegram_webhook_mode_refuses_an_update_it_cannot_store_and_answers_it_once_telegram_sends_it_again(
-    fake, start_bot, chat_server, workspace
+    fake, start_bot, chat_server, workspace, caplog
 ):
     """A webhook's 200 tells Telegram the update is delivered, so it comes only once the inbox holds the update on
     disk: while the inbox cannot store, the POST is answered 503 (Telegram sends it again later) and the chat is told
@@ -132,7 +132,10 @@ def test_telegram_webhook_mode_refuses_an_update_it_cannot_store_and_answers_it_
     workspace.path(PENDING_DIR).mkdir(parents=True, exist_ok=True)
     pending = break_inbox(workspace)
     held_update = update(930, "held over the webhook")
-    assert post(port, held_update, secret=secret).status_code == 503
+    with caplog.at_level(logging.ERROR):
+        assert post(port, held_update, secret=secret).status_code == 503
+    [logged] = [r.getMessage() for r in caplog.records if CANNOT_STORE in r.getMessage()]
+    assert "refused, so the platform sends it again" in logged  # not held: nothing waits in memory
     fake.wait_for(lambda: any("I cannot save messages right now" in t for t in texts(fake)), timeout=10)
     assert post(port, held_update, secret=secret).status_code == 503  # Telegram's retry, still not storable
     # /stop is no message the model reads: nothing to store, answered at once.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import socket
+import threading
 import time
 
 import pytest
@@ -100,6 +101,31 @@ def test_webhook_without_configured_secret_generates_one_and_refuses_forgeries(
     assert post(port, update(912, "hello"), secret=secret).status_code == 200
     fake.wait_for(lambda: "the owner's private note" in texts(fake), timeout=10)
     assert len(chat_server.chat_requests) == 1  # the forged updates never reached the model
+
+
+def test_a_webhook_update_is_in_the_inbox_on_disk_before_its_post_is_answered(fake, start_bot, chat_server, workspace):
+    """The 200 tells Telegram the update arrived, so it never sends it again: a crash after it must not lose it."""
+    from assistant_framework.inbox import SEEN_LOG, Inbox
+
+    release = threading.Event()  # the model holds the answer: the turn is not over when the POST is answered
+
+    def handler(request: dict) -> dict:
+        release.wait(15)
+        return {"content": '{"reply": "kept"}'}
+
+    chat_server.set_handler(handler)
+    port, secret = free_port(), "s3cret-token-0123456789"
+    hook = {"listen": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}/telegram", "secret_token": secret}
+    start_bot(mode="webhook", webhook=hook)
+    try:
+        assert post(port, update(940, "keep this"), secret=secret).status_code == 200
+        # The inbox logs an id as seen once its item and folder are fsynced (Inbox.accept), so seen.log names it
+        # already: with the 200 sent before the fsync, it would name it only when the turn completes.
+        assert "940" in [line.split()[0] for line in workspace.read_text(SEEN_LOG).splitlines()]
+        assert [item.source_id for item in Inbox(workspace).pending()] == ["940"]  # a crash now: answered at start
+    finally:
+        release.set()
+    fake.wait_for(lambda: "kept" in texts(fake), timeout=10)
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")

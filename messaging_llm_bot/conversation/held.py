@@ -67,18 +67,23 @@ class StorageOutage:
         self._delay = RETRY_FIRST_SECONDS
         self._told: set[Hashable] = set()
 
-    def failed(self, err: OSError, held: str) -> float:
-        """Storing ``held`` (what waits, for the log) failed with ``err``: the seconds to wait before trying again."""
+    def failed(self, err: OSError, held: str, *, refused: bool = False) -> float:
+        """Storing ``held`` (what waits, for the log) failed with ``err``: the seconds to wait before trying again.
+        ``refused``: it does not wait here; the platform is told it did not arrive and sends it again (a webhook)."""
         self.tries += 1
         if not self.down:
             self.down, self._since, self._delay = True, self.clock(), RETRY_FIRST_SECONDS
+            then = (
+                "refused, so the platform sends it again"
+                if refused
+                else f"held, not confirmed, and storing is tried again every {RETRY_MAX_SECONDS:.0f} s at most"
+            )
             log.error(
-                "%s: the inbox cannot store messages: %s; %s is held, not confirmed, and storing is tried again "
-                "every %.0f s at most until it works (logged once)",
+                "%s: the inbox cannot store messages: %s; %s is %s until it works (logged once)",
                 self.frontend,
                 err,
                 held,
-                RETRY_MAX_SECONDS,
+                then,
             )
             return self._delay
         self._delay = min(self._delay * 2, RETRY_MAX_SECONDS)

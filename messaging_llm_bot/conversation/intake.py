@@ -238,7 +238,8 @@ class ChannelIntake:
                     arrival.fingerprint,
                 )
             except OSError as err:
-                pause = self.storage.failed(err, f"the message {arrival.message_id} from {arrival.sender}")
+                held = f"the message {arrival.message_id} from {arrival.sender}"
+                pause = self.storage.failed(err, held, refused=self.wait is None)
                 if self.storage.tell(arrival.chat):
                     await tell(held_text(err))
                 if self.wait is None:
