@@ -1,6 +1,6 @@
 """What the tests of ``assistant setup`` share: the example config copied without its local layer, one setup run
-by flags (nothing asked), and a channel's setup (no Telegram, no test turn, the fake model server) with the
-channel's own flags after the common ones."""
+by flags (nothing asked), a channel's setup (no Telegram, no test turn, the fake model server) with the
+channel's own flags after the common ones, and the flags of a setup with Telegram only."""
 
 from __future__ import annotations
 
@@ -33,3 +33,10 @@ def channel_setup(config: Path, tmp_path: Path, chat: FakeChatServer, *flags: st
         *("--no-telegram", "--no-test", "--base-url", chat.base_url, "--timezone", "UTC"),
         *flags,
     )
+
+
+def telegram_flags(token: str, bot_api: str, chat: FakeChatServer) -> tuple[str, ...]:
+    """Setup's flags for Telegram at ``bot_api`` (the owner's message awaited 5 s), without the test turn, on the
+    fake model server."""
+    telegram = ("--token", token, "--telegram-base-url", bot_api, "--wait", "5")
+    return ("--no-test", *telegram, "--base-url", chat.base_url, "--timezone", "UTC")

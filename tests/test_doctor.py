@@ -10,6 +10,8 @@ import pytest
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli.main import main
 from tests import preload
+from tests.certs import make_ca
+from tests.cli_inprocess import run_cli
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
 
@@ -103,6 +105,85 @@ def test_each_failure_is_reported_with_what_to_do(servers, tmp_path: Path, capsy
     assert "does not list the model 'qwen3:80b'" in checks["model nomodel"]["detail"]
     assert all(checks[name]["fix"] for name in failed)
     assert not (tmp_path / "not_a_workspace").exists()  # the doctor creates nothing
+
+
+def _token_check(config: Path, workspace: Path, env: dict[str, str] | None = None) -> tuple[dict, str]:
+    """The doctor's "telegram token" line (run as a fresh process logs: a library's log line reaches stderr) and
+    everything the command printed."""
+    run = run_cli("doctor", "--json", "--quick", "--config", str(config), "--workspace", str(workspace), env=env)
+    return {c["name"]: c for c in json.loads(run.stdout)}["telegram token"], run.stdout + run.stderr
+
+
+def test_the_token_check_says_in_one_line_why_the_bot_api_did_not_answer(servers, tmp_path: Path, monkeypatch) -> None:
+    """A page that is not JSON, the Bot API's description, an answer trickled past the deadline of the whole
+    exchange (a little before each read: whitespace before the JSON, or a header line a byte at a time), a refused
+    token, a server that is gone: one line each, naming the server, never the token, and nothing else printed
+    (python-telegram-bot logs a body that is not JSON with a traceback)."""
+    from messaging_llm_bot.channels.telegram import probe
+
+    monkeypatch.setattr(probe, "TIMEOUT_SECONDS", 0.5)
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat)
+    Workspace(tmp_path / "ws")
+    late = json.dumps({"ok": True, "result": tg.bot_user}).encode()
+    faults = [
+        (lambda: tg.answer_next("getMe", b"<html>Bad Gateway</html>", status=502), "answered HTTP 502, not JSON"),
+        (lambda: tg.answer_next("getMe", b"<html>Welcome</html>"), "answered HTTP 200, not JSON"),
+        (
+            lambda: tg.fail_next("getMe", 500, "Internal Server Error: restart"),
+            "answered: Internal Server Error: restart",
+        ),
+        (lambda: tg.answer_next("getMe", late, trickle={"every": 0.1, "for": 3}), "did not answer within 0.5 s"),
+        (
+            lambda: tg.answer_next("getMe", late, trickle={"every": 0.1, "for": 3, "where": "head"}),
+            "did not answer within 0.5 s",
+        ),
+    ]
+    for fault, said in faults:
+        fault()
+        check, printed = _token_check(config, tmp_path / "ws")
+        assert check["status"] == "fail" and check["detail"] == f"the Bot API at {tg.base_url} {said}", check
+        assert tg.token not in printed and "Traceback" not in printed and "\n" not in check["detail"], printed
+    _config(tmp_path / "config", tg, chat, telegram={"token": "999:wrong-token"})
+    check, printed = _token_check(config, tmp_path / "ws")
+    assert check["detail"] == "the Bot API refused the token: copy it again from @BotFather", check
+    assert "999:wrong-token" not in printed
+    _config(tmp_path / "config", tg, chat)
+    gone = tg.base_url
+    tg.stop()
+    check, printed = _token_check(config, tmp_path / "ws")
+    assert check["detail"] == f"cannot reach the Bot API at {gone} (ConnectError)", check
+    assert tg.token not in printed
+
+
+def test_the_token_check_asks_a_self_hosted_server_written_without_bot(servers, tmp_path: Path) -> None:
+    """``telegram.base_url`` as users write it (bot_api_urls): the doctor asks where the bot would, at /bot."""
+    tg, chat = servers
+    Workspace(tmp_path / "ws")
+    for written in (tg.base_url.removesuffix("/bot"), tg.base_url.removesuffix("bot")):
+        config = _config(tmp_path / "config", tg, chat, telegram={"base_url": written})
+        check, _printed = _token_check(config, tmp_path / "ws")
+        assert check["status"] == "ok" and "@testbot" in check["detail"], (written, check)
+
+
+def test_the_token_check_trusts_the_certificates_the_bot_trusts(tmp_path: Path) -> None:
+    """A Bot API server over https with a private CA: trusted through ``SSL_CERT_FILE``, as the running bot's
+    client trusts it (assistant_framework/tls.py), and refused without it."""
+    import ssl
+
+    (tmp_path / "pki").mkdir()
+    ca = make_ca(tmp_path / "pki", "bot api test CA")
+    if ca is None:
+        pytest.skip("the openssl command is not installed; it makes the test certificates")
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(*ca.issue("bot-api", "IP:127.0.0.1"))
+    Workspace(tmp_path / "ws")
+    with FakeBotAPI(tls=server) as tg, FakeChatServer() as chat:
+        config = _config(tmp_path / "config", tg, chat)
+        check, _printed = _token_check(config, tmp_path / "ws", env={"SSL_CERT_FILE": str(ca.cert)})
+        assert check["status"] == "ok" and "@testbot" in check["detail"], check
+        check, _printed = _token_check(config, tmp_path / "ws", env={"SSL_CERT_FILE": ""})
+        assert check["detail"] == f"cannot reach the Bot API at {tg.base_url} (ConnectError)", check
 
 
 def test_invalid_config_fails_and_skips_what_needs_it(tmp_path: Path, capsys) -> None:

@@ -15,10 +15,11 @@ from messaging_llm_bot.cli.main import main
 from messaging_llm_bot.ops.setup.answers import Answers, system_timezone
 from messaging_llm_bot.ops.setup.dialog import Dialog
 from messaging_llm_bot.ops.setup.wizard import Wizard
+from tests.cli_inprocess import run_cli
 from tests.crash_bot import BotProcess, echo_reply
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
-from tests.setup_runs import setup_by_flags
+from tests.setup_runs import setup_by_flags, telegram_flags
 
 REPO = Path(__file__).resolve().parents[1]
 OWNER = 4242
@@ -138,6 +139,73 @@ def test_several_senders_without_a_terminal_ask_for_owner_id(fresh: Path, tmp_pa
             *("--base-url", chat.base_url),
         )
     assert code == 2 and "several people wrote to the bot" in capsys.readouterr().err
+
+
+def test_the_owner_is_read_from_a_private_message_and_bots_and_groups_are_skipped(
+    fresh: Path, tmp_path: Path, capsys
+) -> None:
+    """Only a person writing to the bot in private can be its owner: another bot's message and a message in a group
+    the bot is in are not offered (else, without a terminal, there would be "several people")."""
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        chat_of = {"id": 77, "type": "private", "first_name": "Other"}
+        bot = {"id": 77, "is_bot": True, "first_name": "Other", "username": "otherbot"}
+        tg.push_update({"message": {"message_id": 1, "date": 1, "chat": chat_of, "from": bot, "text": "beep"}})
+        tg.send_message("hello group", user_id=55, chat_id=-100, chat_type="group", username="stranger")
+        tg.send_message("it's me", user_id=OWNER, username="owner")
+        code = setup_by_flags(fresh, tmp_path / "ws", *telegram_flags(tg.token, tg.base_url, chat))
+        out = capsys.readouterr()
+        assert code == 0, out
+        assert f'got a message from Owner (id {OWNER}): "it\'s me"' in out.out
+        confirmed = tg.calls("getUpdates")[-1]["params"]
+        assert confirmed["offset"] == 4 and confirmed["timeout"] == 0, confirmed  # all three read, none answered
+    assert json.loads((fresh / "local" / "telegram.json").read_text())["allowed_user_ids"] == [OWNER]
+
+
+def test_of_several_senders_at_a_terminal_the_one_picked_is_the_owner(fresh: Path, tmp_path: Path) -> None:
+    said: list[str] = []
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        tg.send_message("me", user_id=1, username="ann")
+        tg.send_message("no, me", user_id=OWNER, username="bob")
+        flags = default_flags()
+        flags.token, flags.telegram_base_url, flags.wait = tg.token, tg.base_url, 5
+        answers = Answers(
+            config=fresh,
+            workspace=tmp_path / "ws",
+            base_url=chat.base_url,
+            timezone="UTC",
+            test_turn=False,
+            flags=flags,
+        )
+        wizard = Wizard(answers, Dialog(say=said.append, ask=lambda q: "2" if "Which one" in q else "", secret=str))
+        assert wizard.run() == 0, said
+    assert "  1. Ann (id 1): 'me'" in said and f"  2. Bob (id {OWNER}): 'no, me'" in said
+    assert json.loads((fresh / "local" / "telegram.json").read_text())["allowed_user_ids"] == [OWNER]
+
+
+@pytest.mark.parametrize("fault", ["getMe not JSON", "getUpdates conflict", "getUpdates trickles"])
+def test_a_bot_api_that_fails_setup_ends_it_with_one_line(fresh: Path, tmp_path: Path, monkeypatch, fault) -> None:
+    """The token's check (getMe) and the owner's message (getUpdates) each end the setup with one line naming the
+    server and never the token, within the deadline of the whole exchange; nothing is written."""
+    from messaging_llm_bot.channels.telegram import probe
+
+    monkeypatch.setattr(probe, "TIMEOUT_SECONDS", 0.5)
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        base = tg.base_url
+        if fault == "getMe not JSON":
+            tg.answer_next("getMe", b"<html>Bad Gateway</html>", status=502)
+            said = f"Telegram: the Bot API at {base} answered HTTP 502, not JSON"
+        elif fault == "getUpdates conflict":
+            tg.conflict_on_get_updates(True)
+            said = f"Telegram: reading messages failed: the Bot API at {base} answered: Conflict: terminated by other"
+        else:
+            tg.answer_next("getUpdates", b'{"ok": true, "result": []}', trickle={"every": 0.1, "for": 3})
+            said = f"Telegram: reading messages failed: the Bot API at {base} did not answer within 0.5 s (another"
+        setup = ("setup", "--yes", "--config", str(fresh), "--workspace", str(tmp_path / "ws"))
+        run = run_cli(*setup, *telegram_flags(tg.token, base, chat))
+    error, written = run.stderr.splitlines()
+    assert run.returncode == 2 and error.startswith(f"error: {said}") and written == "Nothing was written.", run
+    assert tg.token not in run.stdout + run.stderr, run
+    assert not (fresh / "local").exists()
 
 
 def test_model_not_offered_and_bad_timezone_exit_2(fresh: Path, tmp_path: Path, capsys) -> None:

@@ -15,7 +15,7 @@ from messaging_llm_bot.cli.main import main
 from tests.console_harness import Terminal
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
-from tests.setup_runs import setup_by_flags
+from tests.setup_runs import setup_by_flags, telegram_flags
 
 REPO = Path(__file__).resolve().parents[1]
 OWNER = 4242
@@ -246,12 +246,7 @@ def test_a_self_hosted_bot_api_address_is_taken_as_users_write_it(
     with FakeBotAPI() as tg, FakeChatServer() as chat:
         address = written.format(base=f"http://127.0.0.1:{tg.port}")
         tg.send_message("hi", user_id=OWNER, username="owner")
-        code = setup_by_flags(
-            fresh,
-            tmp_path / "ws",
-            *("--no-test", "--token", tg.token, "--telegram-base-url", address, "--wait", "5"),
-            *("--base-url", chat.base_url, "--timezone", "UTC"),
-        )
+        code = setup_by_flags(fresh, tmp_path / "ws", *telegram_flags(tg.token, address, chat))
         out = capsys.readouterr()
         assert code == 0, out
         telegram = _local(fresh)["telegram.json"]

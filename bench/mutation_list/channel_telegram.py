@@ -38,6 +38,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a bot on Signal only is warned about Telegram's token and empty allowlist (noise where nothing is wrong)",
         ("test_doctor.py",),
     ),
+    Mutation(
+        "setup-owner-read-from-a-group",
+        f"{BOT}/channels/telegram/probe.py",
+        'if user is None or user.is_bot or message.chat.type != "private":',
+        "if user is None or user.is_bot:",
+        "setup offers (or, alone, takes as the owner) someone who wrote in a group the bot is in",
+        ("test_setup.py",),
+    ),
+    Mutation(
+        "bot-api-probe-deadline-per-read",
+        f"{BOT}/channels/telegram/probe.py",
+        "asyncio.run(asyncio.wait_for(exchange(), timeout))",
+        "asyncio.run(exchange())",
+        "a Bot API server trickling its answer holds setup and doctor as long as it likes",
+        ("test_doctor.py", "test_setup.py"),
+    ),
+    Mutation(
+        "bot-api-probe-page-not-json-logged",
+        f"{BOT}/channels/telegram/probe.py",
+        "request = _Request(read_timeout",
+        "request = HTTPXRequest(read_timeout",
+        "a page that is not JSON is printed with a traceback (PTB's log) and said as an unreachable server",
+        ("test_doctor.py", "test_setup.py"),
+    ),
     # -- Telegram's sends: the rate budget's optional calls, edits within one message ---------------------------
     Mutation(
         "telegram-optional-edits-take-the-reply-budget",

@@ -8,9 +8,11 @@ headers and the body go through a buffered ``wfile`` that the stdlib flushes onc
 
 - ``FakeServer``: a ``ThreadingHTTPServer`` on 127.0.0.1 serving in a daemon thread (``start``),
   with a deep listen backlog, quiet about clients that hang up, remembering its open connections
-  and dropping them on ``stop``; ``fake`` is the fake object its handlers reach.
+  and dropping them on ``stop``; ``fake`` is the fake object its handlers reach; ``tls`` (a server context)
+  makes it serve https.
 - ``FakeHandler``: the request handler base: ``read_body``, ``send``/``send_json`` (one answer),
-  ``start_chunked``/``send_chunk`` (a chunked stream, e.g. server-sent events), ``guard``.
+  ``start_chunked``/``send_chunk`` (a chunked stream, e.g. server-sent events), ``deliver`` (one answer, at
+  once or trickled slowly), ``guard``.
 - ``multipart_parts``: the parts of a ``multipart/form-data`` body.
 """
 
@@ -21,7 +23,9 @@ import email.policy
 import json
 import selectors
 import socket
+import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -47,6 +51,15 @@ class FakeServer(ThreadingHTTPServer):
             self._wake_read.close()
             self._wake_write.close()
             raise
+
+    #: A server context: every connection is TLS (the handshake in the connection's own thread).
+    tls: ssl.SSLContext | None = None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls is None:
+            return super().finish_request(request, client_address)
+        with self.tls.wrap_socket(request, server_side=True) as tls:  # the plain socket is left without its fd
+            super().finish_request(tls, client_address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # clients that hang up (timeouts, closed streams, a bot stopping) are normal here
@@ -187,6 +200,34 @@ class FakeHandler(BaseHTTPRequestHandler):
             return
         self.wfile.write(f"{len(data):X}\r\n".encode("ascii") + data + b"\r\n")
         self.wfile.flush()
+
+    def deliver(self, status: int, payload: bytes, content_type: str, trickle: dict | None = None) -> None:
+        """One answer, sent at once or, with a ``trickle`` spec (chat_server.py's module docstring says its keys),
+        slowly."""
+        if not trickle:
+            self.send(status, payload, content_type)
+            return
+        every, until = float(trickle.get("every", 0.1)), time.monotonic() + float(trickle.get("for", 0))
+        if trickle.get("where") == "head":
+            self.close_connection = True
+            self.wfile.write(f"HTTP/1.1 {status} OK\r\n".encode("ascii"))
+            self.wfile.flush()
+            self.wfile.write(b"X-Wait: ")
+            while time.monotonic() < until:  # one header line, a byte at a time (http.client allows 64 KB)
+                time.sleep(every)
+                self.wfile.write(b".")
+                self.wfile.flush()
+            head = f"\r\nContent-Type: {content_type}\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+            self.wfile.write(head.encode("ascii") + payload)
+            return
+        self.close_framed = trickle.get("framing") == "close"
+        self.start_chunked(content_type)
+        self.wfile.flush()
+        while time.monotonic() < until:
+            time.sleep(every)
+            self.send_chunk(b" \n")
+        self.send_chunk(payload)
+        self.send_chunk(b"")
 
     def guard(self, fn: Callable[[], None], errors: type[BaseException] | tuple = DISCONNECTS) -> None:
         """Run ``fn``; a client gone away (``errors``) just ends the connection."""

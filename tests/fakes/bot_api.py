@@ -1,6 +1,7 @@
 """A fake Telegram Bot API server for end-to-end tests of python-telegram-bot code.
 
-A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread (``tests.fakes._http``).
+A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread (``tests.fakes._http``); https with
+``tls=`` a server context (``tests.certs`` makes the certificates).
 Point PTB at it::
 
     with FakeBotAPI() as fake:
@@ -28,9 +29,11 @@ deleted ones removed); ``wait_for(predicate)`` and ``wait_for_messages(chat_id, 
 Faults: ``fail_next(method, status=429, ...)`` makes the next call(s) of a method fail
 (429 carries ``parameters.retry_after``, PTB raises RetryAfter; 400 BadRequest; 403 Forbidden;
 409 Conflict; 502 NetworkError); ``conflict_on_get_updates(True)`` simulates a second instance;
-``refuse_chat(chat_id)`` makes every call for one chat fail for good, as for a user who blocked the
-bot (403 ``Forbidden: bot was blocked by the user``) or a chat that does not exist (``status=400``:
-``Bad Request: chat not found``), until ``refuse_chat(chat_id, None)``.
+``answer_next(method, payload, status, content_type, trickle)`` answers the next call of a method with raw
+bytes (a page that is not JSON), or slowly (``trickle``: ``FakeHandler.deliver``); ``refuse_chat(chat_id)``
+makes every call for one chat fail for good, as for a user who blocked the bot (403 ``Forbidden: bot was
+blocked by the user``) or a chat that does not exist (``status=400``: ``Bad Request: chat not found``), until
+``refuse_chat(chat_id, None)``.
 
 Validation like the real server: text over 4096 UTF-16 units, empty text, MarkdownV2/HTML that does
 not parse, entities out of range and edits that change nothing all get the real 400 descriptions.
@@ -44,6 +47,7 @@ import contextlib
 import itertools
 import json
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -83,8 +87,11 @@ def _bad(description: str) -> ApiError:
 class FakeBotAPI:
     """In-process fake of api.telegram.org; see the module docstring for usage."""
 
-    def __init__(self, token: str = "123456:TEST-token", bot_username: str = "testbot") -> None:
+    def __init__(
+        self, token: str = "123456:TEST-token", bot_username: str = "testbot", tls: ssl.SSLContext | None = None
+    ) -> None:
         self.token = token
+        self.tls = tls  # a server context: serve https (base_url says so)
         self.bot_user = {
             "id": int(token.split(":")[0]) if token.split(":")[0].isdigit() else 123456,
             "is_bot": True,
@@ -118,6 +125,7 @@ class FakeBotAPI:
         self._files: dict[str, dict] = {}
         self._file_ids = itertools.count(1)
         self._faults: dict[str, list[dict]] = {}
+        self._answers: dict[str, list[tuple[int, bytes, str, dict | None]]] = {}  # answer_next's, per method
         self._delays: dict[str, list[float | threading.Event]] = {}
         self._refused: dict[str, ApiError] = {}  # chat id -> the error every call for that chat gets
         self._conflict = False
@@ -132,7 +140,9 @@ class FakeBotAPI:
         from tests.fakes.bot_api_http import BotApiHandler
 
         self._stopping = False
-        self._server = FakeServer(BotApiHandler, self).start("fake-bot-api")
+        self._server = FakeServer(BotApiHandler, self)
+        self._server.tls = self.tls
+        self._server.start("fake-bot-api")
         return self
 
     def stop(self) -> None:
@@ -162,11 +172,11 @@ class FakeBotAPI:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/bot"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/bot"
 
     @property
     def base_file_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/file/bot"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/file/bot"
 
     # ----- what the user does ------------------------------------------------------------------
     def send_message(
@@ -436,6 +446,25 @@ class FakeBotAPI:
             self._faults.setdefault(method.lower(), []).append(
                 {"error": ApiError(status, desc, params), "times": times}
             )
+
+    def answer_next(
+        self,
+        method: str,
+        payload: bytes,
+        status: int = 200,
+        content_type: str = "text/html",
+        trickle: dict | None = None,
+    ) -> None:
+        """Answer the next call of ``method`` with ``payload`` as it is (a proxy's error page, a body that is not
+        JSON), or slowly with a ``trickle`` spec (``FakeHandler.deliver``); the call is recorded with ``status``."""
+        with self._cond:
+            self._answers.setdefault(method.lower(), []).append((status, payload, content_type, trickle))
+
+    def next_answer(self, method: str) -> tuple[int, bytes, str, dict | None] | None:
+        """The answer ``answer_next`` set for this call of ``method`` (taken), or None."""
+        with self._cond:
+            answers = self._answers.get(method.lower())
+            return answers.pop(0) if answers else None
 
     def delay_next(self, method: str, seconds: float, times: int = 1) -> None:
         """Answer the next ``times`` calls of ``method`` only after ``seconds`` (a slow network at that step)."""

@@ -75,6 +75,10 @@ class BotApiHandler(FakeHandler):
         except ValueError as err:
             return self._reply(400, {"ok": False, "error_code": 400, "description": f"Bad Request: {err}"})
         params.update(_decode_fields(parse_qsl(url.query, keep_blank_values=True)))
+        answer = self.api.next_answer(path[len(prefix) :])
+        if answer is not None:
+            self.api._record(path[len(prefix) :], params, answer[0])
+            return self.guard(lambda: self.deliver(*answer))
         status, reply = self.api.handle(path[len(prefix) :], params)
         self._reply(status, reply)
 

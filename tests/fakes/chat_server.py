@@ -150,33 +150,6 @@ def _words(content: str) -> list[str]:
 
 
 class _Handler(FakeHandler):
-    def deliver(self, status: int, payload: bytes, content_type: str, trickle: dict | None = None) -> None:
-        """One answer, sent at once or, with a ``trickle`` spec (see the module docstring), slowly."""
-        if not trickle:
-            self.send(status, payload, content_type)
-            return
-        every, until = float(trickle.get("every", 0.1)), time.monotonic() + float(trickle.get("for", 0))
-        if trickle.get("where") == "head":
-            self.close_connection = True
-            self.wfile.write(f"HTTP/1.1 {status} OK\r\n".encode("ascii"))
-            self.wfile.flush()
-            self.wfile.write(b"X-Wait: ")
-            while time.monotonic() < until:  # one header line, a byte at a time (http.client allows 64 KB)
-                time.sleep(every)
-                self.wfile.write(b".")
-                self.wfile.flush()
-            head = f"\r\nContent-Type: {content_type}\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
-            self.wfile.write(head.encode("ascii") + payload)
-            return
-        self.close_framed = trickle.get("framing") == "close"
-        self.start_chunked(content_type)
-        self.wfile.flush()
-        while time.monotonic() < until:
-            time.sleep(every)
-            self.send_chunk(b" \n")
-        self.send_chunk(payload)
-        self.send_chunk(b"")
-
     def _error(self, status: int, message: str, code: str = "not_found") -> None:
         self.send_json(status, {"error": {"message": message, "type": "invalid_request_error", "code": code}})
 

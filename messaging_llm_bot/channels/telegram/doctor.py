@@ -5,8 +5,9 @@ no chat channel is configured at all)."""
 from __future__ import annotations
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import Check, Context, allowlist_check, verdict
-from messaging_llm_bot.channels.telegram.probe import get_me
+from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context, allowlist_check, verdict
+from messaging_llm_bot.channels.telegram.probe import Unanswered, with_bot
+from messaging_llm_bot.channels.telegram.settings import api_urls
 
 
 def checks(ctx: Context) -> list[Check]:
@@ -14,11 +15,12 @@ def checks(ctx: Context) -> list[Check]:
     token = telegram.get("token") or ""
     if not token:
         return []  # Telegram is not used
-    answer = get_me(token, base_url=telegram.get("base_url") or None, timeout=10)
-    me = answer.result or {}
-    valid = f"valid: the bot is @{me.get('username', '?')} ({me.get('first_name', '')})"
     fix = f"check telegram.token (`{CLI} setup --token ...`) and the network"
-    found = [verdict("telegram token", "" if answer.ok else answer.error, valid, fix)]
+    try:  # at the Bot API server the bot talks to (telegram.base_url as users write it)
+        me = with_bot(token, api_urls(ctx.settings.telegram)[0], lambda bot: bot.get_me())
+        found = [Check("telegram token", OK, f"valid: the bot is @{me.username} ({me.first_name})")]
+    except Unanswered as exc:
+        found = [Check("telegram token", FAIL, str(exc), fix)]
     fill = f"`{CLI} setup` finds your id, or `{CLI} config set telegram.allowed_user_ids '[ID]'`"
     empty = "telegram.allowed_user_ids is empty: the bot answers no one"
     found.append(

@@ -89,7 +89,7 @@ class TelegramSteps(Steps):
     def telegram(self) -> tuple[str, JsonObject] | None:
         """The token checked with getMe; None to run without Telegram (terminal chat only) or to keep
         the token (and the allowlist) already configured."""
-        from messaging_llm_bot.channels.telegram.probe import get_me
+        from messaging_llm_bot.channels.telegram.probe import Unanswered, with_bot
 
         if self.a.no_telegram:
             self.io.say("Telegram: skipped (the terminal chat works without it: `make chat`).")
@@ -112,10 +112,11 @@ class TelegramSteps(Steps):
             wrong = token_problem(token)
             if wrong is not None:
                 return wrong
-            answer = get_me(token, base_url=base_url)
-            if answer.ok:
-                me.update(answer.result or {})
-            return answer.error
+            try:
+                me.update(with_bot(token, base_url, lambda bot: bot.get_me()).to_dict())
+            except Unanswered as exc:
+                return str(exc)
+            return ""
 
         token = self.secret_until_works("Telegram", token, ask, problem, kept=kept)
         if token is None:
@@ -175,23 +176,17 @@ class TelegramSteps(Steps):
 
     def _read_owner(self, token: str, me: JsonObject) -> int:
         """The id of the first private message sent to the bot within ``--wait`` seconds (getUpdates)."""
-        from messaging_llm_bot.channels.telegram.probe import call, senders
+        from messaging_llm_bot.channels.telegram.probe import Unanswered, read_senders, with_bot
 
         base_url = self.telegram_base_url()
 
         def read(_seconds: float) -> list[FirstSender]:
-            answer = call(
-                token, "getUpdates", {"timeout": 2, "allowed_updates": ["message"]}, base_url=base_url, timeout=15
-            )
-            if not answer.ok:
+            try:
+                return with_bot(token, base_url, read_senders)
+            except Unanswered as exc:
                 raise SetupError(
-                    f"Telegram: reading messages failed: {answer.error} "
+                    f"Telegram: reading messages failed: {exc} "
                     "(another running bot, or a webhook, takes them: stop it or pass --owner-id)"
-                )
-            found = senders(answer.result or [])
-            if found:  # what was read confirmed, so that the bot does not answer it on its first start
-                last = max(u["update_id"] for u in answer.result)
-                call(token, "getUpdates", {"offset": last + 1, "timeout": 0}, base_url=base_url)
-            return found
+                ) from None
 
         return int(self.first_sender("Telegram", read, "--owner-id", f"@{me.get('username')}").id)
