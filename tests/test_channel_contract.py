@@ -145,6 +145,46 @@ def test_every_registered_channel_has_an_entry_the_run_can_start(route: Route) -
     assert inspect.signature(factory).return_annotation in ("ChannelRunner", contract.ChannelRunner)
 
 
+def test_each_route_has_a_name_and_a_prefix_of_its_own() -> None:
+    """A Route copied from another and not changed everywhere would take that channel's chats: every name is
+    one route's, and a chat id under a route's prefix is that route's channel (no prefix starts another)."""
+    from messaging_llm_bot.conversation.routes import channel_of
+
+    names = [route.channel for route in ROUTES]
+    assert len(set(names)) == len(names), names
+    for route in ROUTES:
+        chat = f"{route.prefix}42" if route.prefix.endswith(":") else route.prefix
+        assert channel_of(chat) == route.channel, (route.prefix, channel_of(chat))
+        others = [other.prefix for other in ROUTES if other is not route]
+        assert not [other for other in others if other.startswith(route.prefix)], route.prefix
+
+
+def test_a_route_whose_folder_is_missing_is_said_in_one_line_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A registry line whose name has no folder under channels/ (a typo, a folder not created yet): every command
+    (the command line reads each channel's setup flags, the config each channel's section) says which Route and
+    which folder in one line, no traceback; the run refuses to start it the same way."""
+    from messaging_llm_bot.channels import RegistrationError
+    from messaging_llm_bot.channels.run import runner_factory
+    from messaging_llm_bot.cli.main import build_parser, main
+    from messaging_llm_bot.conversation import routes
+
+    monkeypatch.setattr(routes, "ROUTES", (*routes.ROUTES, routes.section_route("nowhere", "nw:")))
+    monkeypatch.delenv("ASSISTANT_DEBUG", raising=False)
+    build_parser.cache_clear()  # built once per process: with the registry as it is now
+    try:
+        (tmp_path / "config.json").write_text("{}", encoding="utf-8")
+        assert main(["config", "validate", "--config", str(tmp_path / "config.json")]) == 1
+    finally:
+        build_parser.cache_clear()
+    err = capsys.readouterr().err
+    assert "conversation/routes.py registers the channel 'nowhere'" in err and "channels/nowhere/" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    with pytest.raises(RegistrationError, match="channels/nowhere/"):
+        runner_factory("nowhere")
+
+
 def test_every_channel_runs_the_kit_in_exactly_one_module() -> None:
     """The kit's cases run in tests/test_channel_kit_*.py, one group of channels each (xdist's workers share
     them): every channel of the registry has its drivers and is in exactly one group, and each group module

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.config.settings.allowlist import Allowlist
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot import channels
 from messaging_llm_bot.conversation import routes
@@ -170,14 +169,9 @@ def memo_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
         (folder / f"{name}.py").write_text(text, encoding="utf-8")
     monkeypatch.setattr(channels, "__path__", [*channels.__path__, str(folder.parent)])
     importlib.invalidate_caches()
-    # The Route line as conversation/routes.py would hold it: the conversation service imports no channel, so it
-    # reads the channel's record by the section's name, as the Allowlist it is.
-    route = routes.Route(
-        "memo",
-        "memo:",
-        configured=lambda s: s.section(Allowlist, "memo").enabled,
-        owner_chats=lambda s: (f"memo:{s.section(Allowlist, 'memo').owner_id}",),
-    )
+    # The registry line as docs/channels.md (step 3) has it in conversation/routes.py's ROUTES: the conversation
+    # service imports no channel, so the route reads the channel's record by the section's name.
+    route = routes.section_route("memo", "memo:")
     monkeypatch.setattr(routes, "ROUTES", (*routes.ROUTES, route))
     # The command line's parser is built once per process (cli/main.py): built before this channel was added (an
     # earlier test in this worker), it lacks the channel's setup flags; built with it, later tests would see them.

@@ -18,6 +18,7 @@ from pathlib import Path
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.json_types import JsonObject
+from messaging_llm_bot.channels import channel_module
 from messaging_llm_bot.conversation.routes import channel_names
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
@@ -138,9 +139,9 @@ def channel_checks() -> list[tuple[str, ChannelChecks]]:
     order (a channel without one has nothing to check)."""
     found: list[tuple[str, ChannelChecks]] = []
     for name in channel_names():
-        module = f"{__package__}.{name}.doctor"
-        if importlib.util.find_spec(module) is None:
+        module = channel_module(name, "doctor")
+        if module is None:
             continue
-        checks: ChannelChecks = importlib.import_module(module).checks
+        checks: ChannelChecks = module.checks
         found.append((name, checks))
     return found

@@ -11,13 +11,13 @@ after it is closed.
 from __future__ import annotations
 
 import functools
-import importlib
 import signal
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from assistant_framework.config.settings import Settings
+from messaging_llm_bot.channels import channel_module
 from messaging_llm_bot.channels.contract import ChannelRunner, RunOptions
 from messaging_llm_bot.conversation.routes import configured_channels
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -40,7 +40,7 @@ def enabled_frontends(settings: Settings) -> list[str]:
 def runner_factory(name: str) -> RunnerFactory:
     """The ``runner`` of ``channels/<name>/entry.py``; imported only when that channel starts (a Telegram-only
     start does not load Signal's modules, and the reverse)."""
-    entry = importlib.import_module(f"{__package__}.{name}.entry")
+    entry = channel_module(name, "entry", required=True)
     factory: RunnerFactory = entry.runner
     return factory
 
@@ -50,7 +50,7 @@ def web_mounts(runtime: Runtime) -> list[Mount]:
     where it has one (the web chat's Chat page)."""
     mounts: list[Mount] = []
     for name in configured_channels(runtime.settings):
-        entry = importlib.import_module(f"{__package__}.{name}.entry")
+        entry = channel_module(name, "entry", required=True)
         mount: Callable[[Runtime], Mount] | None = getattr(entry, "web_mount", None)
         if mount is not None:
             mounts.append(mount(runtime))

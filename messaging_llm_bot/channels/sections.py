@@ -10,11 +10,10 @@ the framework's ``Settings`` names it. messaging_llm_bot/__init__.py declares ``
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 
 from assistant_framework.config.settings.fields import Record
 from messaging_llm_bot import channels
+from messaging_llm_bot.channels import channel_module
 from messaging_llm_bot.conversation.routes import channel_names
 
 
@@ -28,9 +27,9 @@ def _found(names: tuple[str, ...], _path: tuple[str, ...]) -> tuple[tuple[str, t
     """Looked up once per registry and search path (a test adds a channel in a folder of its own)."""
     found: list[tuple[str, type[Record]]] = []
     for name in names:
-        module = f"{__package__}.{name}.section"
-        if importlib.util.find_spec(module) is None:
+        module = channel_module(name, "section")
+        if module is None:
             continue
-        record: type[Record] = importlib.import_module(module).RECORD
+        record: type[Record] = module.RECORD
         found.append((name, record))
     return tuple(found)

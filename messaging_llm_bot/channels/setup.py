@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import importlib
-import importlib.util
 import os
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar, Protocol
 
 from assistant_framework.json_types import JsonObject
+from messaging_llm_bot.channels import channel_module
 from messaging_llm_bot.conversation.routes import channel_names
 
 
@@ -303,15 +301,10 @@ def channel_setups() -> list[SetupHooks]:
     """The setup hooks of every channel of the registry that has a ``setup.py``, in the registry's order."""
     found: list[SetupHooks] = []
     for name in channel_names():
-        module = _setup_module(name)
+        module = channel_module(name, "setup")
         if module is not None:
             found.append(SetupHooks(name, module.add_arguments, module.steps))
     return found
-
-
-def _setup_module(name: str) -> ModuleType | None:
-    path = f"{__package__}.{name}.setup"
-    return importlib.import_module(path) if importlib.util.find_spec(path) is not None else None
 
 
 def add_channel_flags(parser: argparse.ArgumentParser) -> None:

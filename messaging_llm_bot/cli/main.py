@@ -73,7 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one CLI command; returns the exit status (2 for usage and config errors)."""
-    parser = build_parser()
+    try:
+        parser = build_parser()  # reads every channel's setup flags: a wrong registration is said in one line
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, the traceback on request
+        return _internal_error(exc)
     args = parser.parse_args(argv)
     handler = getattr(args, "func", None)
     if handler is None:
@@ -99,12 +102,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error:{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: one line, the traceback on request
-        if os.environ.get(DEBUG_ENV):
-            raise
-        print(
-            f"internal error: {type(exc).__name__}: {exc} (run with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr
-        )
-        return 1
+        return _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug's one line on stderr (exit status 1); with ``ASSISTANT_DEBUG`` set, its traceback instead."""
+    if os.environ.get(DEBUG_ENV):
+        raise exc
+    print(f"internal error: {type(exc).__name__}: {exc} (run with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Reminders, jobs and the morning digest are stored with the chat id they were made in ("tg:7", "sig:<uuid>",
 "console", or a bare Telegram number in older rows). Everything that routes them asks this module; no other
-module knows the prefixes of another channel. A new channel is one ``Route`` here and its folder under
-channels/ (with ``entry.py``, which channels/run.py starts by the route's name): docs/channels.md.
+module knows the prefixes of another channel. A new channel is one line here (``section_route`` for a channel
+whose config section is its own) and its folder under channels/ (with ``entry.py``, which channels/run.py starts
+by the route's name): docs/channels.md.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings.allowlist import Allowlist
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.owner_chats import noted_owner_chats
 
@@ -45,6 +47,30 @@ class Route:
     thread_mark: str = ""
     # Where a pairing approval adds a stranger; None: the channel has no strangers to pair (the terminal).
     allowlist: AllowlistKeys | None = None
+
+
+def section_route(channel: str, prefix: str, *, owner_chat: bool = True, thread_mark: str = "") -> Route:
+    """The ``Route`` of a channel whose config section is its own (``channels/<channel>/section.py``: an
+    ``Allowlist`` record named after the channel, docs/channels.md step 7), read by the section's name (the
+    conversation service imports no channel): on when its ``enabled`` is; the owner's one-to-one chat
+    ``<prefix><owner_id>`` (``owner_chat=False``: the channel learns it while it runs, owner_chats.py); a
+    pairing approval adds a stranger to its ``allowed``."""
+
+    def section(settings: Settings) -> Allowlist:
+        return settings.section(Allowlist, channel)
+
+    def owner_chats(settings: Settings) -> tuple[str, ...]:
+        owner = section(settings).owner_id
+        return (f"{prefix}{owner}",) if owner_chat and owner else ()
+
+    return Route(
+        channel,
+        prefix,
+        configured=lambda settings: section(settings).enabled,
+        owner_chats=owner_chats,
+        thread_mark=thread_mark,
+        allowlist=AllowlistKeys("allowed", "owner"),
+    )
 
 
 ROUTES: tuple[Route, ...] = (
