@@ -1,16 +1,17 @@
 """The channel contract's test kit (issue 42, docs/channels.md): the cases every channel passes, through its real
 service and its fake (FakeBotAPI, FakeSignalDaemon, a terminal, real IMAP and SMTP servers for email, the run's
-Synapse for Matrix): a message in gets one reply out and one model call; a long reply arrives whole, in parts
-within the declared limit; an ``ask`` approval waits for the owner's yes or no; a stranger is told once (by mail
-only a proven one: an answer to a forged From is backscatter) and reaches no model (not on the terminal, which has
-no strangers); a streamed reply grows by edits where the channel declares it can edit, else arrives as one message
-(the terminal prints it as it comes, once); a photo reaches the vision runner and a file is saved as sent and named
-to the model (where ``media_in`` has them); a restart mid-turn leaves the message to the next start, which answers
-it once. A file the send_file skill sends arrives once, as it is in the workspace. A due reminder reaches the chat
-it was set in and a collector's notice only the owner (conversation/notices.py). A message the same person sends
-while the model works follows the busy mode (steer and interrupt: one turn answers both; queue: two turns in
-order). A typed /help gets the shared answer and reaches no model; /stop ends the running turn at once and is
-answered (where the channel takes commands).
+Synapse for Matrix): a message in gets one reply out and one model call; a long reply arrives whole, in parts within
+the declared limit; an ``ask`` approval waits for the owner's yes or no; a stranger is told once (by mail only a
+proven one: an answer to a forged From is backscatter) and reaches no model (not on the terminal, which has no
+strangers); an allowed guest is answered in their own chat and their turn sees nothing of the owner's (the owner's
+context only in the owner's chat); a streamed reply grows by edits where the channel declares it can edit, else
+arrives as one message (the terminal prints it as it comes, once); a photo reaches the vision runner and a file is
+saved as sent and named to the model (where ``media_in`` has them); a restart mid-turn leaves the message to the
+next start, which answers it once. A file the send_file skill sends arrives once, as it is in the workspace. A due
+reminder reaches the chat it was set in and a collector's notice only the owner (conversation/notices.py). A message
+the same person sends while the model works follows the busy mode (steer and interrupt: one turn answers both;
+queue: two turns in order). A typed /help gets the shared answer and reaches no model; /stop ends the running turn
+at once and is answered (where the channel takes commands).
 
 Each case is a method of ``ChannelKit``, parametrized by ``channel``; a channel's drivers are in the tables below
 (APPROVE, CHAT, ...), put there for a new channel by its own ``tests/kit_<name>.py`` (``register``, found by the
@@ -647,17 +648,17 @@ class _StrangerCase:
         assert len(chat_server.chat_requests) == 1  # the owner's ping only
 
 
-def _pairing_off(config: dict) -> None:
+def pairing_off(config: dict) -> None:
     config.setdefault("runtime", {})["pairing"] = False
 
 
 #: Pairing off (``runtime.pairing: false``): a stranger is told their own id, once (conversation/strangers.py).
 TOLD_THEIR_ID = {
-    "discord": lambda request: _strangers_on_discord(request, _pairing_off),
-    "slack": lambda request: _strangers_on_slack(request, _pairing_off),
-    "telegram": lambda request: _strangers_on_telegram(request, _pairing_off),
-    "signal": lambda request: _strangers_on_signal(request, _pairing_off),
-    "whatsapp": lambda request: _strangers_on_whatsapp(request, _pairing_off),
+    "discord": lambda request: _strangers_on_discord(request, pairing_off),
+    "slack": lambda request: _strangers_on_slack(request, pairing_off),
+    "telegram": lambda request: _strangers_on_telegram(request, pairing_off),
+    "signal": lambda request: _strangers_on_signal(request, pairing_off),
+    "whatsapp": lambda request: _strangers_on_whatsapp(request, pairing_off),
 }
 NOT_TOLD_THEIR_ID = {
     **NO_STRANGERS,
@@ -676,6 +677,172 @@ class _StrangerIdCase:
             pytest.skip(NOT_TOLD_THEIR_ID[channel])
         assert TOLD_THEIR_ID[channel](request) == 1
         assert len(chat_server.chat_requests) == 1  # the owner's ping only
+
+
+# -- an allowed guest: answered in their own chat, with nothing of the owner's ---------------------------------
+
+#: In the owner's context (context/me.md): the system prompt of the owner's own chat has it, a guest's never.
+OWNER_SECRET = "owner-pin-4711"
+
+
+@dataclasses.dataclass
+class Chat:
+    """One person's chat with the bot: what they send, and the bot's messages there as they show now."""
+
+    send: Callable[[str], object]
+    replies: Callable[[], list[str]]
+
+
+@dataclasses.dataclass
+class GuestChats:
+    """The owner's one-to-one chat and an allowed guest's (allowed, not the owner) on a running channel."""
+
+    owner: Chat
+    guest: Chat
+
+
+def _guests_on_telegram(request: pytest.FixtureRequest) -> GuestChats:
+    from tests.telegram_harness import OWNER, texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")(allowed_user_ids=[OWNER, GUEST_TG])
+    return GuestChats(
+        Chat(fake.send_message, lambda: texts(fake)),
+        Chat(lambda text: fake.send_message(text, user_id=GUEST_TG, username="guest"), lambda: texts(fake, GUEST_TG)),
+    )
+
+
+def _guests_on_signal(request: pytest.FixtureRequest) -> GuestChats:
+    from tests.signal_harness import OWNER
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")()  # allowed: the owner and GUEST_SIG
+
+    def chat(number: str) -> Chat:
+        return Chat(lambda text: daemon.message(number, text), lambda: [s["message"] for s in daemon.sent_to(number)])
+
+    return GuestChats(chat(OWNER), chat(GUEST_SIG))
+
+
+def _guests_on_email(request: pytest.FixtureRequest) -> GuestChats:
+    from tests.email_harness import FRIEND, OWNER, body, mail
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    request.getfixturevalue("start_email")(patch=lambda config: config["llm"].update(stream=False))
+
+    def chat(address: str) -> Chat:
+        name, domain = address.split("@")
+        proven = f"mx.{domain}; dkim=pass header.d={domain}"  # their provider proves who sent it
+
+        def send(text: str) -> None:
+            imap.append("INBOX", mail(text, sender=address, message_id=f"<{name}@{domain}>", auth=proven))
+
+        def replies() -> list[str]:
+            return [body(m).strip() for m, to in zip(smtp.messages, smtp.recipients, strict=True) if to == [address]]
+
+        return Chat(send, replies)
+
+    return GuestChats(chat(OWNER), chat(FRIEND))
+
+
+def _guests_on_matrix(request: pytest.FixtureRequest) -> GuestChats:
+    from tests.waiting import wait_until
+
+    world, owner_room = _matrix_room(request)
+    guest_room = world.friend.create_room([world.bot.user_id], direct=True)
+    bot = world.bot.user_id
+    wait_until(lambda: world.friend.members(guest_room).get(bot) == "join", 20, "the bot to join the friend's room")
+    return GuestChats(
+        Chat(lambda text: world.owner.send(owner_room, text), lambda: list(world.owner.texts(owner_room, bot))),
+        Chat(lambda text: world.friend.send(guest_room, text), lambda: list(world.friend.texts(guest_room, bot))),
+    )
+
+
+def _guests_on_whatsapp(request: pytest.FixtureRequest) -> GuestChats:
+    from tests.whatsapp_harness import OWNER
+
+    graph, guest = request.getfixturevalue("whatsapp_graph"), GUEST_SIG.lstrip("+")
+    request.getfixturevalue("start_whatsapp")(
+        patch=lambda config: config["whatsapp"].update(allowed=[f"+{OWNER}", GUEST_SIG])
+    )
+
+    def chat(number: str) -> Chat:
+        return Chat(lambda text: graph.user_text(number, text), lambda: graph.texts(number))
+
+    return GuestChats(chat(OWNER), chat(guest))
+
+
+def _guests_on_slack(request: pytest.FixtureRequest) -> GuestChats:
+    from tests.slack_harness import OWNER
+
+    slack, guest = request.getfixturevalue("slack_api"), "U0GUEST001"
+    slack.add_user(guest)
+    request.getfixturevalue("start_slack")(patch=lambda config: config["slack"].update(allowed=[OWNER, guest]))
+
+    def chat(user: str) -> Chat:
+        def send(text: str) -> None:
+            assert slack.deliver(slack.dm(user, text)).status_code == 200
+
+        return Chat(send, lambda: [m["text"] for m in slack.posted(slack.add_user(user))])
+
+    return GuestChats(chat(OWNER), chat(guest))
+
+
+def _guests_on_discord(request: pytest.FixtureRequest) -> GuestChats:
+    from tests.discord_harness import OWNER
+
+    discord, guest = request.getfixturevalue("discord_api"), "80351110224678999"
+    discord.add_user(guest)
+    request.getfixturevalue("start_discord")(patch=lambda config: config["discord"].update(allowed=[OWNER, guest]))
+
+    def chat(user: str) -> Chat:
+        return Chat(
+            lambda text: discord.dm(user, text), lambda: [m["content"] for m in discord.posted(discord.add_user(user))]
+        )
+
+    return GuestChats(chat(OWNER), chat(guest))
+
+
+GUESTS = {
+    "discord": _guests_on_discord,
+    "slack": _guests_on_slack,
+    "whatsapp": _guests_on_whatsapp,
+    "telegram": _guests_on_telegram,
+    "signal": _guests_on_signal,
+    "email": _guests_on_email,
+    "matrix": _guests_on_matrix,
+}
+#: Why a channel has no guests.
+NO_GUESTS = {
+    "console": "the terminal chat has one user, its owner",
+    "webchat": "the Chat page has one user, the owner signed in to the page",
+}
+
+
+class _GuestCase:
+    """An allowed guest."""
+
+    def test_an_allowed_guest_is_answered_in_their_own_chat_with_nothing_of_the_owners(
+        self, channel: str, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        """Only the owner's own one-to-one chat sees the owner's data (``TurnMessage.owner_chat``): a guest's turn
+        gets no owner context, the owner's next turn does; each reply goes to the chat it answers."""
+        from tests.waiting import wait_until
+
+        if channel not in GUESTS:
+            pytest.skip(NO_GUESTS[channel])
+        workspace.write_text("context/me.md", f"The owner's PIN is {OWNER_SECRET}.\n")
+        chat_server.enqueue('{"reply": "Hello guest. END"}', '{"reply": "Hello owner. END"}')
+        chats = GUESTS[channel](request)
+        chats.guest.send("hello, who else do you talk to?")
+        wait_until(lambda: "Hello guest. END" in chats.guest.replies(), 30, "the guest's reply")
+        chats.owner.send("hello again")
+        wait_until(lambda: "Hello owner. END" in chats.owner.replies(), 30, "the owner's reply")
+        guest_turn, owner_turn = (json.dumps(r["messages"]) for r in chat_server.chat_requests)
+        assert "who else" in guest_turn and OWNER_SECRET not in guest_turn
+        assert "hello again" in owner_turn and OWNER_SECRET in owner_turn  # the owner's chat: their context
+        assert not [text for text in chats.owner.replies() if "guest" in text]
+        assert not [text for text in chats.guest.replies() if "owner" in text]
 
 
 # -- a streamed reply: edits where the channel can edit, else one final message ---------------------------
@@ -701,14 +868,14 @@ HOLDS = (5, 10, len(WORDS))
 
 
 @dataclasses.dataclass
-class _Shown:
+class Shown:
     """What an editing channel's platform has shown of the answer so far: every text sent or edited in.
     The channel's driver sets ``texts`` before the owner writes; a channel that cannot edit leaves it None."""
 
     texts: Callable[[], list[str]] | None = None
 
 
-def _held_until_shown(shown: _Shown) -> Callable[[int], None]:
+def _held_until_shown(shown: Shown) -> Callable[[int], None]:
     """The stream's ``chunk_gate``: at each of HOLDS, wait until some text the platform shows has the word
     before it (at most 20 s; then the stream goes on and the count of edits says what was missing)."""
     from tests.waiting import wait_until
@@ -726,7 +893,7 @@ def _held_until_shown(shown: _Shown) -> Callable[[int], None]:
     return gate
 
 
-def _streaming(section: str | None = None) -> Callable[[dict[str, typing.Any]], None]:
+def streaming(section: str | None = None) -> Callable[[dict[str, typing.Any]], None]:
     """A config patch: the model's answer streamed, and the channel ``section`` editing every EDIT_INTERVAL."""
 
     def patch(config: dict[str, typing.Any]) -> None:
@@ -741,7 +908,7 @@ def _edited_texts(fake: typing.Any) -> list[str]:
     return [c["params"]["text"] for c in fake.calls("editMessageText") if c["status"] == 200]
 
 
-def _stream_on_telegram(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+def _stream_on_telegram(request: pytest.FixtureRequest, shown: Shown) -> tuple[int, list[str]]:
     """(partial texts shown by edits, the messages left in the owner's chat)."""
     from tests.telegram_harness import texts
 
@@ -754,11 +921,11 @@ def _stream_on_telegram(request: pytest.FixtureRequest, shown: _Shown) -> tuple[
     return len([e for e in edits if e.startswith("word0") and not e.endswith("END")]), texts(fake)
 
 
-def _stream_on_signal(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+def _stream_on_signal(request: pytest.FixtureRequest, shown: Shown) -> tuple[int, list[str]]:
     from tests.signal_harness import OWNER, wait_for
 
     daemon = request.getfixturevalue("daemon")
-    request.getfixturevalue("start")(patch=_streaming())
+    request.getfixturevalue("start")(patch=streaming())
     daemon.message(OWNER, "stream please")
     wait_for(lambda: any(s["message"].endswith("END") for s in daemon.sent_to(OWNER)), what="the reply", timeout=30)
     return 0, [s["message"] for s in daemon.sent_to(OWNER)]  # signal-cli cannot edit a sent message
@@ -776,7 +943,7 @@ class _Screen(io.StringIO):
         return super().write(text)
 
 
-def _stream_on_the_terminal(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+def _stream_on_the_terminal(request: pytest.FixtureRequest, shown: Shown) -> tuple[int, list[str]]:
     """The terminal cannot edit; it prints the answer as it streams in, then the rest of the block."""
     from messaging_llm_bot.channels.console.chat import run_console
     from tests.telegram_harness import make_runtime
@@ -793,19 +960,19 @@ def _stream_on_the_terminal(request: pytest.FixtureRequest, shown: _Shown) -> tu
     return 0, [screen.getvalue().strip().removesuffix("you>").strip()]  # the next prompt is not part of the answer
 
 
-def _stream_on_email(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+def _stream_on_email(request: pytest.FixtureRequest, shown: Shown) -> tuple[int, list[str]]:
     from tests.email_harness import body, mail
     from tests.waiting import wait_until
 
     imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
-    request.getfixturevalue("start_email")(patch=_streaming())
+    request.getfixturevalue("start_email")(patch=streaming())
     imap.append("INBOX", mail("stream please", message_id="<stream@example.org>"))
     wait_until(lambda: any(body(m).strip().endswith("END") for m in smtp.messages), 30, "the reply")
     return 0, [body(m).strip() for m in smtp.messages]  # a sent mail cannot be edited
 
 
-def _stream_on_matrix(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
-    world, room = _matrix_room(request, patch=_streaming("matrix"))
+def _stream_on_matrix(request: pytest.FixtureRequest, shown: Shown) -> tuple[int, list[str]]:
+    world, room = _matrix_room(request, patch=streaming("matrix"))
     bot = world.bot.user_id
     shown.texts = lambda: world.owner.texts(room, bot) + world.owner.edits(room, bot)
     world.owner.send(room, "stream please")
@@ -814,29 +981,29 @@ def _stream_on_matrix(request: pytest.FixtureRequest, shown: _Shown) -> tuple[in
     return len([e for e in edits if e.startswith("word0") and not e.endswith("END")]), shown
 
 
-def _stream_on_webchat(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+def _stream_on_webchat(request: pytest.FixtureRequest, shown: Shown) -> tuple[int, list[str]]:
     """The page shows the growing answer as live text, never as a message: the messages are the final one."""
     chat = request.getfixturevalue("start_webchat")()
     chat.send("stream please")
     return 0, chat.replies_until(lambda texts: any(t.endswith("END") for t in texts))
 
 
-def _stream_on_whatsapp(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+def _stream_on_whatsapp(request: pytest.FixtureRequest, shown: Shown) -> tuple[int, list[str]]:
     """WhatsApp cannot edit a sent message: the streamed answer goes out once, when it is done."""
     from tests.whatsapp_harness import OWNER
 
     graph = request.getfixturevalue("whatsapp_graph")
-    request.getfixturevalue("start_whatsapp")(patch=_streaming())
+    request.getfixturevalue("start_whatsapp")(patch=streaming())
     graph.user_text(OWNER, "stream please")
     return 0, _whatsapp_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
 
 
-def _stream_on_slack(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+def _stream_on_slack(request: pytest.FixtureRequest, shown: Shown) -> tuple[int, list[str]]:
     """Slack edits the answer in place (chat.update): how many edits showed it before its end."""
     from tests.slack_harness import OWNER, owner_texts, owner_writes
 
     slack = request.getfixturevalue("slack_api")
-    request.getfixturevalue("start_slack")(patch=_streaming("slack"))
+    request.getfixturevalue("start_slack")(patch=streaming("slack"))
     shown.texts = lambda: [text for m in slack.posted(slack.dms[OWNER]) for text in m["history"]]
     owner_writes(slack, "stream please")
     shown = _slack_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
@@ -849,12 +1016,12 @@ def _partial_edits(history: list[str]) -> int:
     return len([text for text in history[1:] if text.startswith("word0") and not text.endswith("END")])
 
 
-def _stream_on_discord(request: pytest.FixtureRequest, shown: _Shown) -> tuple[int, list[str]]:
+def _stream_on_discord(request: pytest.FixtureRequest, shown: Shown) -> tuple[int, list[str]]:
     """Discord edits the answer in place: how many edits showed it before its end."""
     from tests.discord_harness import OWNER, owner_texts, owner_writes
 
     discord = request.getfixturevalue("discord_api")
-    request.getfixturevalue("start_discord")(patch=_streaming("discord"))
+    request.getfixturevalue("start_discord")(patch=streaming("discord"))
     shown.texts = lambda: [text for m in discord.posted(discord.dms[OWNER]) for text in m["history"]]
     owner_writes(discord, "stream please")
     shown = _discord_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
@@ -885,7 +1052,7 @@ class _StreamCase:
 
         monkeypatch.setattr(progress, "FIRST_MESSAGE_GRACE_SECONDS", FIRST_MESSAGE_GRACE)
         capabilities, _split = CHANNELS[channel]()
-        watch = _Shown()
+        watch = Shown()
         pace = {} if capabilities.can_edit else {"chunk_delay": UNEDITED_PACE}
         chat_server.enqueue({**STREAMED, **pace, "chunk_gate": _held_until_shown(watch)})
         partial, shown = STREAM[channel](request, watch)
@@ -907,7 +1074,7 @@ def _media_on_telegram(request: pytest.FixtureRequest, photo: bytes) -> None:
     from tests.telegram_harness import OWNER, texts
 
     fake = request.getfixturevalue("fake")
-    request.getfixturevalue("start_bot")(config_patch=_with_vision(request.getfixturevalue("chat_server")))
+    request.getfixturevalue("start_bot")(config_patch=with_vision(request.getfixturevalue("chat_server")))
     fake.send_photo(OWNER, photo, caption="what is this?", width=600, height=400)
     fake.wait_for(lambda: "Seen. END" in texts(fake), timeout=30)
     fake.send_document(OWNER, "menu.pdf", MENU, caption="the menu", mime_type="application/pdf")
@@ -918,7 +1085,7 @@ def _media_on_signal(request: pytest.FixtureRequest, photo: bytes) -> None:
     from tests.signal_harness import OWNER
 
     daemon = request.getfixturevalue("daemon")
-    request.getfixturevalue("start")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    request.getfixturevalue("start")(patch=with_vision(request.getfixturevalue("chat_server")))
     daemon.message(OWNER, "what is this?", attachments=[daemon.add_attachment(photo, "image/jpeg", filename="p.jpg")])
     daemon.wait_sent(1, timeout=30)
     menu = daemon.add_attachment(MENU, "application/pdf", filename="menu.pdf")
@@ -926,7 +1093,7 @@ def _media_on_signal(request: pytest.FixtureRequest, photo: bytes) -> None:
     daemon.wait_sent(2, timeout=30)
 
 
-def _with_vision(chat_server: typing.Any) -> Callable[[dict[str, typing.Any]], None]:
+def with_vision(chat_server: typing.Any) -> Callable[[dict[str, typing.Any]], None]:
     def patch(config: dict[str, typing.Any]) -> None:
         eyes = {"name": "eyes", "base_url": chat_server.base_url, "model": "vision-model", "vision": True}
         config["llm"]["runners"].append(eyes)
@@ -938,7 +1105,7 @@ def _media_on_email(request: pytest.FixtureRequest, photo: bytes) -> None:
     from tests.email_harness import mail, wait_mails
 
     imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
-    request.getfixturevalue("start_email")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    request.getfixturevalue("start_email")(patch=with_vision(request.getfixturevalue("chat_server")))
     imap.append(
         "INBOX", mail("what is this?", message_id="<p@example.org>", attachments=[("p.jpg", "image/jpeg", photo)])
     )
@@ -949,7 +1116,7 @@ def _media_on_email(request: pytest.FixtureRequest, photo: bytes) -> None:
 
 
 def _media_on_matrix(request: pytest.FixtureRequest, photo: bytes) -> None:
-    world, room = _matrix_room(request, patch=_with_vision(request.getfixturevalue("chat_server")))
+    world, room = _matrix_room(request, patch=with_vision(request.getfixturevalue("chat_server")))
     owner = world.owner
     url = owner.upload(photo, "image/jpeg", "p.jpg")
     info = {"mimetype": "image/jpeg", "size": len(photo), "w": 600, "h": 400}
@@ -962,7 +1129,7 @@ def _media_on_matrix(request: pytest.FixtureRequest, photo: bytes) -> None:
 
 
 def _media_on_webchat(request: pytest.FixtureRequest, photo: bytes) -> None:
-    chat = request.getfixturevalue("start_webchat")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    chat = request.getfixturevalue("start_webchat")(patch=with_vision(request.getfixturevalue("chat_server")))
     assert chat.client is not None
     for name, mime, data, caption, done in [
         ("p.jpg", "image/jpeg", photo, "what is this?", "Seen. END"),
@@ -981,7 +1148,7 @@ def _media_on_whatsapp(request: pytest.FixtureRequest, photo: bytes) -> None:
     from tests.whatsapp_harness import OWNER
 
     graph = request.getfixturevalue("whatsapp_graph")
-    request.getfixturevalue("start_whatsapp")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    request.getfixturevalue("start_whatsapp")(patch=with_vision(request.getfixturevalue("chat_server")))
     graph.user_media(OWNER, "image", photo, "image/jpeg", caption="what is this?")
     _whatsapp_texts_until(request, lambda texts: "Seen. END" in texts)
     graph.user_media(OWNER, "document", MENU, "application/pdf", caption="the menu", filename="menu.pdf")
@@ -992,7 +1159,7 @@ def _media_on_slack(request: pytest.FixtureRequest, photo: bytes) -> None:
     from tests.slack_harness import OWNER
 
     slack = request.getfixturevalue("slack_api")
-    request.getfixturevalue("start_slack")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    request.getfixturevalue("start_slack")(patch=with_vision(request.getfixturevalue("chat_server")))
     assert slack.deliver(slack.user_file(OWNER, "p.jpg", "image/jpeg", photo, "what is this?")).status_code == 200
     _slack_texts_until(request, lambda texts: "Seen. END" in texts)
     assert slack.deliver(slack.user_file(OWNER, "menu.pdf", "application/pdf", MENU, "the menu")).status_code == 200
@@ -1003,7 +1170,7 @@ def _media_on_discord(request: pytest.FixtureRequest, photo: bytes) -> None:
     from tests.discord_harness import OWNER
 
     discord = request.getfixturevalue("discord_api")
-    request.getfixturevalue("start_discord")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    request.getfixturevalue("start_discord")(patch=with_vision(request.getfixturevalue("chat_server")))
     discord.dm(OWNER, "what is this?", files={"p.jpg": photo})
     _discord_texts_until(request, lambda texts: "Seen. END" in texts)
     discord.dm(OWNER, "the menu", files={"menu.pdf": MENU})
@@ -1174,7 +1341,7 @@ def _slow_turns(config: dict[str, typing.Any]) -> None:
     config["llm"]["runners"][0]["timeout_seconds"] = 30
 
 
-def _restart_around(
+def restart_around(
     request: pytest.FixtureRequest,
     start_fixture: str,
     say: Callable[[str], object],
@@ -1206,7 +1373,7 @@ def _restart_on_telegram(request: pytest.FixtureRequest) -> tuple[list[str], lis
         fake.wait_for(lambda: done(texts(fake)), timeout=30)
         return texts(fake)
 
-    return _restart_around(request, "start_bot", fake.send_message, lambda: texts(fake), seen_until, "config_patch")
+    return restart_around(request, "start_bot", fake.send_message, lambda: texts(fake), seen_until, "config_patch")
 
 
 def _restart_on_signal(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
@@ -1221,7 +1388,7 @@ def _restart_on_signal(request: pytest.FixtureRequest) -> tuple[list[str], list[
         wait_for(lambda: done(seen()), what="the answer after the restart", timeout=30)
         return seen()
 
-    return _restart_around(request, "start", lambda text: daemon.message(OWNER, text), seen, seen_until)
+    return restart_around(request, "start", lambda text: daemon.message(OWNER, text), seen, seen_until)
 
 
 def _restart_on_the_terminal(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
@@ -1308,7 +1475,7 @@ def _restart_on_whatsapp(request: pytest.FixtureRequest) -> tuple[list[str], lis
     from tests.whatsapp_harness import OWNER
 
     graph = request.getfixturevalue("whatsapp_graph")
-    return _restart_around(
+    return restart_around(
         request,
         "start_whatsapp",
         lambda text: graph.user_text(OWNER, text),
@@ -1321,7 +1488,7 @@ def _restart_on_slack(request: pytest.FixtureRequest) -> tuple[list[str], list[s
     from tests.slack_harness import owner_texts, owner_writes
 
     slack = request.getfixturevalue("slack_api")
-    return _restart_around(
+    return restart_around(
         request,
         "start_slack",
         lambda text: owner_writes(slack, text),
@@ -1334,7 +1501,7 @@ def _restart_on_discord(request: pytest.FixtureRequest) -> tuple[list[str], list
     from tests.discord_harness import owner_texts, owner_writes
 
     discord = request.getfixturevalue("discord_api")
-    return _restart_around(
+    return restart_around(
         request,
         "start_discord",
         lambda text: owner_writes(discord, text),
@@ -1384,7 +1551,7 @@ FIRST, SECOND = "first: book the table for Anna", "no, the other Anna"
 
 
 @dataclasses.dataclass
-class _BusyChat:
+class BusyChat:
     """One chat of a channel under test: send a message, how many joined the running turn, the bot's messages
     (and the lines shown beside them: the terminal's stderr)."""
 
@@ -1395,77 +1562,75 @@ class _BusyChat:
     notes: Callable[[], list[str]] = lambda: []
 
 
-def _busy_mode(mode: str) -> Callable[[dict[str, typing.Any]], None]:
+def busy_mode(mode: str) -> Callable[[dict[str, typing.Any]], None]:
     def patch(config: dict[str, typing.Any]) -> None:
         config.setdefault("runtime", {})["busy_mode"] = mode
 
     return patch
 
 
-def _two_stored(request: pytest.FixtureRequest) -> Callable[[], bool]:
+def two_stored(request: pytest.FixtureRequest) -> Callable[[], bool]:
     from assistant_framework.inbox import Inbox
 
     workspace = request.getfixturevalue("workspace")
     return lambda: len(Inbox(workspace).pending()) == 2
 
 
-def _busy_on_telegram(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _busy_on_telegram(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     from tests.telegram_harness import OWNER, texts
 
     fake = request.getfixturevalue("fake")
-    bot = request.getfixturevalue("start_bot")(config_patch=_busy_mode(mode))
+    bot = request.getfixturevalue("start_bot")(config_patch=busy_mode(mode))
     busy = bot.service.turns.busy
-    return _BusyChat(
+    return BusyChat(
         lambda text: fake.send_message(text),
         lambda: busy.joined(f"tg:{OWNER}"),
         lambda: texts(fake),
-        _two_stored(request),
+        two_stored(request),
     )
 
 
-def _busy_on_signal(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _busy_on_signal(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     from tests.signal_harness import OWNER
 
     daemon = request.getfixturevalue("daemon")
-    busy = request.getfixturevalue("start")(patch=_busy_mode(mode)).service.turns.busy
-    return _BusyChat(
+    busy = request.getfixturevalue("start")(patch=busy_mode(mode)).service.turns.busy
+    return BusyChat(
         lambda text: daemon.message(OWNER, text),
         lambda: busy.joined(f"sig:{OWNER}"),
         lambda: [s["message"] for s in daemon.sent_to(OWNER)],
-        _two_stored(request),
+        two_stored(request),
     )
 
 
-def _busy_on_webchat(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _busy_on_webchat(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     from messaging_llm_bot.channels.webchat.format import CONVERSATION
 
-    chat = request.getfixturevalue("start_webchat")(patch=_busy_mode(mode))
-    return _BusyChat(
-        chat.send, lambda: chat.service.turns.busy.joined(CONVERSATION), chat.replies, _two_stored(request)
-    )
+    chat = request.getfixturevalue("start_webchat")(patch=busy_mode(mode))
+    return BusyChat(chat.send, lambda: chat.service.turns.busy.joined(CONVERSATION), chat.replies, two_stored(request))
 
 
-def _busy_on_matrix(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _busy_on_matrix(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     from messaging_llm_bot.channels.matrix.settings import conversation_of
 
-    world, room = _matrix_room(request, patch=_busy_mode(mode))
+    world, room = _matrix_room(request, patch=busy_mode(mode))
     busy = request.getfixturevalue("start_matrix").running[-1].service.turns.busy
-    return _BusyChat(
+    return BusyChat(
         lambda text: world.owner.send(room, text),
         lambda: busy.joined(conversation_of(room)),
         lambda: list(world.owner.texts(room, world.bot.user_id)),
-        _two_stored(request),
+        two_stored(request),
     )
 
 
-def _busy_on_email(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _busy_on_email(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     """The second mail is the owner's reply to their first (the same thread), taken at the next look."""
     from messaging_llm_bot.channels.email.mailitem import conversation_of
     from messaging_llm_bot.channels.email.message import parse
     from tests.email_harness import body, mail
 
     imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
-    bot = request.getfixturevalue("start_email")(patch=_busy_mode(mode))
+    bot = request.getfixturevalue("start_email")(patch=busy_mode(mode))
     first = "<busy-1@example.org>"
     thread = conversation_of(parse(mail(FIRST, message_id=first)))
     sent: list[str] = []
@@ -1479,7 +1644,7 @@ def _busy_on_email(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
         turns = bot.service._turns
         return turns.busy.joined(thread) if turns is not None else 0
 
-    return _BusyChat(send, joined, lambda: [body(m).strip() for m in smtp.messages], _two_stored(request))
+    return BusyChat(send, joined, lambda: [body(m).strip() for m in smtp.messages], two_stored(request))
 
 
 class _TypedTty:
@@ -1513,7 +1678,7 @@ class _TypedTty:
         self._in.close()
 
 
-def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     """The interactive terminal chat in a thread of the test, typed into while it answers."""
     import threading
 
@@ -1525,7 +1690,7 @@ def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> _BusyCha
     # Not streamed: a terminal cannot take back what it printed, so the answer the model was writing when the
     # line joined stays on the screen above the final one (docs/conversation.md); the case counts answers.
     config["llm"] = {**config["llm"], "stream": False}
-    _busy_mode(mode)(config)
+    busy_mode(mode)(config)
     runtime = make_runtime(config, request.getfixturevalue("workspace"), request.getfixturevalue("tmp_path"))
     tty, out, err = _TypedTty(), io.StringIO(), io.StringIO()
     chat = threading.Thread(target=run_console, args=(runtime, tty, out, err), name="terminal-chat", daemon=True)
@@ -1538,43 +1703,43 @@ def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> _BusyCha
         runtime.shutdown(5)
 
     request.addfinalizer(end)
-    return _BusyChat(
+    return BusyChat(
         tty.type,
         lambda: err.getvalue().count(JOINED_TEXT),
         lambda: [line.removeprefix("you> ").strip() for line in out.getvalue().splitlines()],
-        _two_stored(request),
+        two_stored(request),
         lambda: err.getvalue().splitlines(),
     )
 
 
-def _busy_on_whatsapp(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _busy_on_whatsapp(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     from tests.whatsapp_harness import OWNER
 
     graph = request.getfixturevalue("whatsapp_graph")
-    busy = request.getfixturevalue("start_whatsapp")(patch=_busy_mode(mode)).service.turns.busy
-    return _BusyChat(
+    busy = request.getfixturevalue("start_whatsapp")(patch=busy_mode(mode)).service.turns.busy
+    return BusyChat(
         lambda text: graph.user_text(OWNER, text),
         lambda: busy.joined(f"wa:{OWNER}"),
         lambda: graph.texts(OWNER),
-        _two_stored(request),
+        two_stored(request),
     )
 
 
-def _busy_on_slack(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _busy_on_slack(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     from tests.slack_harness import OWNER, owner_texts, owner_writes
 
     slack = request.getfixturevalue("slack_api")
-    busy = request.getfixturevalue("start_slack")(patch=_busy_mode(mode)).service.turns.busy
+    busy = request.getfixturevalue("start_slack")(patch=busy_mode(mode)).service.turns.busy
     dm = slack.add_user(OWNER)
-    return _BusyChat(
+    return BusyChat(
         lambda text: owner_writes(slack, text),
         lambda: busy.joined(f"sl:{dm}"),
         lambda: owner_texts(slack),
-        _two_stored(request),
+        two_stored(request),
     )
 
 
-def _commands_on_slack(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _commands_on_slack(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     """The owner's DM, a ``/command`` typed there sent as Slack sends a registered one: a signed slash command."""
     from tests.slack_harness import OWNER, owner_writes
 
@@ -1591,21 +1756,21 @@ def _commands_on_slack(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
     return dataclasses.replace(chat, send=send)
 
 
-def _busy_on_discord(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+def _busy_on_discord(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     from tests.discord_harness import OWNER, owner_texts, owner_writes
 
     discord = request.getfixturevalue("discord_api")
-    busy = request.getfixturevalue("start_discord")(patch=_busy_mode(mode)).service.turns.busy
+    busy = request.getfixturevalue("start_discord")(patch=busy_mode(mode)).service.turns.busy
     dm = discord.add_user(OWNER)
-    return _BusyChat(
+    return BusyChat(
         lambda text: owner_writes(discord, text),
         lambda: busy.joined(f"dc:{dm}"),
         lambda: owner_texts(discord),
-        _two_stored(request),
+        two_stored(request),
     )
 
 
-BUSY: dict[str, Callable[[pytest.FixtureRequest, str], _BusyChat]] = {
+BUSY: dict[str, Callable[[pytest.FixtureRequest, str], BusyChat]] = {
     "discord": _busy_on_discord,
     "slack": _busy_on_slack,
     "whatsapp": _busy_on_whatsapp,
@@ -1671,7 +1836,7 @@ class _BusyCase:
 GUEST_TG, GUEST_SIG = 2, "+15551110002"  # an allowed user who is not the owner (signal_harness.FRIEND)
 
 
-def _just_due() -> typing.Any:
+def just_due() -> typing.Any:
     from datetime import datetime, timedelta, timezone
 
     return datetime.now(timezone.utc) - timedelta(seconds=5)  # due, not late (a late one says so)
@@ -1682,7 +1847,7 @@ def _notices_on_telegram(request: pytest.FixtureRequest) -> dict[str, list[str]]
     from tests.telegram_harness import OWNER, texts
 
     fake, workspace = request.getfixturevalue("fake"), request.getfixturevalue("workspace")
-    ReminderStore(workspace).add(GUEST_TG, "water the plants", _just_due(), "Europe/Berlin")
+    ReminderStore(workspace).add(GUEST_TG, "water the plants", just_due(), "Europe/Berlin")
     bot = request.getfixturevalue("start_bot")(allowed_user_ids=[OWNER, GUEST_TG])
     fake.wait_for(lambda: texts(fake, GUEST_TG), timeout=20)
     bot.service.notices.notify_from_thread("rss", "3 new items")  # from a collector's thread
@@ -1697,7 +1862,7 @@ def _notices_on_signal(request: pytest.FixtureRequest) -> dict[str, list[str]]:
     from tests.waiting import wait_until
 
     daemon, workspace = request.getfixturevalue("daemon"), request.getfixturevalue("workspace")
-    ReminderStore(workspace).add(f"sig:{GUEST_SIG}", "water the plants", _just_due(), "Europe/Berlin")
+    ReminderStore(workspace).add(f"sig:{GUEST_SIG}", "water the plants", just_due(), "Europe/Berlin")
     bot = request.getfixturevalue("start")()
     daemon.wait_sent(1, timeout=20)
     bot.service.notices.notify_from_thread("rss", "3 new items")
@@ -1714,7 +1879,7 @@ def _notices_on_whatsapp(request: pytest.FixtureRequest) -> dict[str, list[str]]
 
     graph, workspace = request.getfixturevalue("whatsapp_graph"), request.getfixturevalue("workspace")
     guest = GUEST_SIG.lstrip("+")
-    ReminderStore(workspace).add(f"wa:{guest}", "water the plants", _just_due(), "Europe/Berlin")
+    ReminderStore(workspace).add(f"wa:{guest}", "water the plants", just_due(), "Europe/Berlin")
 
     def patch(config: dict[str, typing.Any]) -> None:
         config["whatsapp"].update(allowed=[f"+{OWNER}", GUEST_SIG], template={"name": TEMPLATE})
@@ -1740,7 +1905,7 @@ def _notices_on_slack(request: pytest.FixtureRequest) -> dict[str, list[str]]:
     slack, workspace = request.getfixturevalue("slack_api"), request.getfixturevalue("workspace")
     guest = "U0GUEST001"
     guest_dm = slack.add_user(guest)
-    ReminderStore(workspace).add(f"sl:{guest_dm}", "water the plants", _just_due(), "Europe/Berlin")
+    ReminderStore(workspace).add(f"sl:{guest_dm}", "water the plants", just_due(), "Europe/Berlin")
     bot = request.getfixturevalue("start_slack")(patch=lambda config: config["slack"].update(allowed=[OWNER, guest]))
     wait_until(lambda: slack.posted(guest_dm), 20, "the reminder")
     bot.service.notify_from_thread("rss", "3 new items")  # from a collector's thread
@@ -1767,7 +1932,7 @@ def _notices_on_matrix(request: pytest.FixtureRequest) -> dict[str, list[str]]:
     bot_id = world.bot.user_id
     wait_until(lambda: world.joined(owner_room), 20, "the bot to join the owner's direct room")
     wait_until(lambda: world.friend.members(guest_room).get(bot_id) == "join", 20, "the bot to join the friend's room")
-    ReminderStore(workspace).add(f"mx:{guest_room}", "water the plants", _just_due(), "Europe/Berlin")
+    ReminderStore(workspace).add(f"mx:{guest_room}", "water the plants", just_due(), "Europe/Berlin")
     wait_until(lambda: world.friend.texts(guest_room, bot_id), 20, "the reminder")
     bot.service.notices.notify_from_thread("rss", "3 new items")  # from a collector's thread
     wait_until(lambda: world.owner.texts(owner_room, bot_id), 20, "the notice")
@@ -1784,7 +1949,7 @@ def _notices_on_discord(request: pytest.FixtureRequest) -> dict[str, list[str]]:
     discord, workspace = request.getfixturevalue("discord_api"), request.getfixturevalue("workspace")
     guest = "80351110224678999"
     guest_dm = discord.add_user(guest)
-    ReminderStore(workspace).add(f"dc:{guest_dm}", "water the plants", _just_due(), "Europe/Berlin")
+    ReminderStore(workspace).add(f"dc:{guest_dm}", "water the plants", just_due(), "Europe/Berlin")
 
     def allow_both(config: dict) -> None:
         config["discord"].update(allowed=[OWNER, guest])
@@ -1917,19 +2082,41 @@ class _CommandCase:
 class KitDrivers:
     """One channel's drivers of the kit's cases, declared in ``tests/kit_<name>.py`` (found by the registry's
     name, conversation/routes.py) and given to ``register``: a new channel adds no line to this file. A case
-    without a driver names why in ``skips`` (the table's name: "STRANGERS", "NOTICES", ...)."""
+    without a driver names why in ``skips`` (the table's name: "STRANGERS", "NOTICES", "GUESTS", ...).
 
+    Each driver starts the channel through its fixtures (``request.getfixturevalue``), has people write through
+    the channel's fake, and gives back what they see, as the user reads it (Markdown's markers rendered away):
+    the built-in channels' drivers above are the examples, and the helpers they share are public here
+    (``restart_around``, ``streaming``, ``busy_mode``, ``two_stored``, ``with_vision``, ``pairing_off``,
+    ``just_due``)."""
+
+    #: The channel's declared ``Capabilities`` and its own splitter of a reply: Markdown in, the parts as the user
+    #: reads them out (the contract's split test and the long reply hold them to the declared limit and unit).
     capabilities: Callable[[], tuple[Capabilities, Callable[[str], list[str]]]]
+    #: The owner writes "delete notes/important.md", then answers the question yes (True) or no: (the question's
+    #: text, the reply after the answer).
     approve: Callable[[pytest.FixtureRequest, bool], tuple[str, str]]
+    #: The owner writes each line: the bot's messages in their chat once "END" is in them.
     chat: Callable[[pytest.FixtureRequest, list[str]], list[str]]
-    stream: Callable[[pytest.FixtureRequest, _Shown], tuple[int, list[str]]]
+    #: The owner writes with the answer streamed (``streaming``; an editing channel sets ``Shown.texts``):
+    #: (how many edits showed the answer before its end, the bot's messages at the end).
+    stream: Callable[[pytest.FixtureRequest, Shown], tuple[int, list[str]]]
+    #: A slow turn stopped mid-way and the channel started again (``restart_around``): (before, after).
     restart: Callable[[pytest.FixtureRequest], tuple[list[str], list[str]]]
-    busy: Callable[[pytest.FixtureRequest, str], _BusyChat]
+    #: The channel started with the busy mode: the owner's chat (``BusyChat``; the COMMANDS case's chat too).
+    busy: Callable[[pytest.FixtureRequest, str], BusyChat]
+    #: A stranger writes three times, then the owner "ping": how often the stranger was told.
     strangers: Callable[[pytest.FixtureRequest], int] | None = None
+    #: The same with pairing off (``pairing_off``): how often the stranger was told their id.
     told_their_id: Callable[[pytest.FixtureRequest], int] | None = None
+    #: The owner sends the photo, then the file MENU (with ``with_vision``), each once its reply came.
     media: Callable[[pytest.FixtureRequest, bytes], None] | None = None
+    #: The owner asks for the file the send_file skill sends: the bytes of each file that arrived.
     file_out: Callable[[pytest.FixtureRequest], list[bytes]] | None = None
+    #: A reminder due in a guest's chat and a collector's notice: {"owner": [...], "guest": [...]} once both came.
     notices: Callable[[pytest.FixtureRequest], dict[str, list[str]]] | None = None
+    #: The channel started with the owner and an allowed guest: their two chats (``GuestChats``).
+    guests: Callable[[pytest.FixtureRequest], GuestChats] | None = None
     commands: bool = True  # its busy chat takes typed commands (the COMMANDS case); else why not in ``skips``
     skips: typing.Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -1946,6 +2133,7 @@ def register(name: str, drivers: KitDrivers) -> None:
         ("STRANGERS", STRANGERS, NO_STRANGERS, drivers.strangers),
         ("TOLD_THEIR_ID", TOLD_THEIR_ID, NOT_TOLD_THEIR_ID, drivers.told_their_id),
         ("NOTICES", NOTICES, NO_NOTICES, drivers.notices),
+        ("GUESTS", GUESTS, NO_GUESTS, drivers.guests),
         ("COMMANDS", COMMAND_CHATS, NO_COMMANDS, drivers.busy if drivers.commands else None),
     ]
     for label, table, why_not, driver in told:
@@ -1966,6 +2154,7 @@ class ChannelKit(
     _LongReplyCase,
     _StrangerCase,
     _StrangerIdCase,
+    _GuestCase,
     _StreamCase,
     _MediaInCase,
     _FileOutCase,

@@ -343,7 +343,7 @@ register(
         stream=unused,
         restart=unused,
         busy=unused,
-        skips={"STRANGERS": "one user", "TOLD_THEIR_ID": "one user", "NOTICES": "one user"},
+        skips={"STRANGERS": "one user", "TOLD_THEIR_ID": "one user", "NOTICES": "one user", "GUESTS": "one user"},
     ),
 )
 """
@@ -360,7 +360,7 @@ def test_the_contract_kit_finds_a_channels_drivers_in_a_file_of_its_own(
 
     tables = ("CHANNELS", "APPROVE", "CHAT", "STREAM", "RESTART", "BUSY", "STRANGERS", "NO_STRANGERS")
     tables += ("TOLD_THEIR_ID", "NOT_TOLD_THEIR_ID", "MEDIA", "FILE_OUT", "NOTICES", "NO_NOTICES")
-    tables += ("COMMAND_CHATS", "NO_COMMANDS")
+    tables += ("COMMAND_CHATS", "NO_COMMANDS", "GUESTS", "NO_GUESTS")
     for table in tables:  # the kit's tables as they were, after the test
         monkeypatch.setattr(channel_kit, table, dict(getattr(channel_kit, table)))
     (tmp_path / "kit").mkdir()
@@ -371,5 +371,5 @@ def test_the_contract_kit_finds_a_channels_drivers_in_a_file_of_its_own(
     channel_kit._drivers_in_their_own_files()
     assert sorted(channel_kit.CHANNELS) == sorted(routes.channel_names())
     assert "memo" in channel_kit.BUSY and "memo" not in channel_kit.STRANGERS
-    assert channel_kit.NO_STRANGERS["memo"] == channel_kit.NO_NOTICES["memo"] == "one user"
+    assert channel_kit.NO_STRANGERS["memo"] == channel_kit.NO_NOTICES["memo"] == channel_kit.NO_GUESTS["memo"]
     sys.modules.pop("tests.kit_memo", None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, DISCORD, DISCORD_BOT, Mutation
+from mutation_list.common import BOT, DISCORD, DISCORD_BOT, KIT_SLACK_DISCORD, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -36,5 +36,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:",
         "anyone who can press the owner's question's buttons answers it (approves the owner's skill call)",
         DISCORD,
+    ),
+    Mutation(
+        "discord-guest-dm-is-the-owners",
+        f"{BOT}/channels/discord/turn.py",
+        "            msg.direct and from_owner,",
+        "            msg.direct,",
+        "an allowed guest's own DM is taken for the owner's chat: their turns see the owner's context and memory",
+        KIT_SLACK_DISCORD,
     ),
 )
