@@ -72,6 +72,22 @@ def test_extraction_runs_in_background_and_merges_facts(tmp_path, server):
         svc.close()
 
 
+def test_extracted_facts_are_recalled_in_the_next_conversation_without_waiting_for_the_refresh(tmp_path, server):
+    """Told "my sister Anna's birthday is on 14 March", then /new and "when is Anna's birthday?": the fact taken
+    from the first conversation is recalled in the second as soon as it is stored. The index's periodic refresh
+    runs only after a minute without background work (``refresh_seconds``), which a busy chat never has."""
+    server.enqueue(json.dumps({"facts": [{"subject": "Anna", "attribute": "birthday", "value": "14 March"}]}))
+    svc = _service(tmp_path, server, {"extract_idle_seconds": 0})
+    try:
+        row = svc.log_turn("console", "user", "My sister Anna's birthday is on 14 March")
+        svc.after_turn("console", "My sister Anna's birthday is on 14 March", "Noted.", turn_ids=[row["turn_id"]])
+        assert svc.drain(10)
+        hits = svc.recall("When is Anna's birthday?", "console_2-abc")
+        assert [(h.source, "14 March" in h.snippet) for h in hits] == [("facts", True)]
+    finally:
+        svc.close()
+
+
 @pytest.mark.parametrize(
     "bad",
     ["this is not json", '{"facts": [{"subject": "user"}]}', '{"facts": "tea"}', '```json\n{"oops": 1}\n```', ""],

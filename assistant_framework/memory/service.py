@@ -16,6 +16,7 @@ from assistant_framework.json_types import JsonObject
 from ..background import BackgroundWorker, InProgress
 from ..config.settings import MemorySettings, Settings
 from ..config.settings.fields import read_record
+from ..stores.facts import FACTS_FILE
 from ..workspace import Workspace
 from . import recall as recall_policy
 from .batching import Exchange, IdleBatcher
@@ -363,10 +364,12 @@ class MemoryService:
             if group:
                 pairs = [(e.user_text, e.reply) for e in group]
                 ids = [i for e in group for i in e.turn_ids]
-                extract_batch_and_store(
+                stored = extract_batch_and_store(
                     self.workspace, complete, conversation_id, pairs, ids, self.tz, untrusted=untrusted
                 )
                 self.journal.remove(group)  # stored: not extracted again at the next start
+                if stored:  # recalled from the next turn on, not only after the periodic refresh
+                    self.index.index_files([FACTS_FILE])
 
     def maintenance(self, now: datetime | None = None) -> None:
         """Write episodes for settled days and refresh the profile when due (runs in the worker)."""

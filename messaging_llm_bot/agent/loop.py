@@ -293,6 +293,7 @@ class Agent(SessionCalls):
             stopped=turn.stop.is_set() and not ok,
         )
         self._write_trace(turn, result)
+        self._turn_memory.index_saved(turn)
         self._turn_memory.after_turn(turn, result)
         self._turn_memory.signal(started=False)
         self.compactor.turn_finished()

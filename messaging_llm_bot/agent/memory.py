@@ -10,7 +10,7 @@ without it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -83,6 +83,10 @@ class Memory(MemorySearch, Protocol):
         """The owner's profile for the system prompt, within the budget."""
         ...
 
+    def index_files(self, paths: Sequence[str]) -> int:
+        """Bring these workspace files into the search index now; returns how many memory indexes."""
+        ...
+
 
 class TurnMemory:
     """One agent's use of memory in its turns (no memory: every call does nothing)."""
@@ -133,6 +137,17 @@ class TurnMemory:
             self.memory.turn_started() if started else self.memory.turn_finished()
         except Exception:  # bookkeeping must never cost the user the reply
             log.exception("memory %s signal failed", "turn_started" if started else "turn_finished")
+
+    def index_saved(self, turn: TurnRecord) -> None:
+        """The files the turn's skills saved to are searchable from the next turn on: "remember ...", /new and
+        the question came before the index's periodic refresh, which waits for a minute without background work.
+        Not for a turn that keeps its memory apart (a served client's: its skills write elsewhere)."""
+        if self.memory is None or not turn.saved_to or not turn.extract_facts:
+            return
+        try:
+            self.memory.index_files(turn.saved_to)
+        except Exception:  # the periodic refresh picks them up later; the answer must not wait for it
+            log.exception("memory: indexing %s after turn %s failed", turn.saved_to, turn.trace_id)
 
     def after_turn(self, turn: TurnRecord, result: TurnResult) -> None:
         """Queue the facts of an answered turn (an untrusted turn's facts are stored marked); none from a turn
