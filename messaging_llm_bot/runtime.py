@@ -26,8 +26,7 @@ from assistant_framework.config.reloadable import ReloadReport, plan_reload
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.json_types import JsonObject
-from assistant_framework.workspace import Workspace
-from assistant_framework.workspace.private import make_workspace_private
+from assistant_framework.workspace import Workspace, created_workspace
 from messaging_llm_bot.parts import BackgroundModel, BotParts, build_parts, llm_client
 
 __all__ = ["BackgroundModel", "BotParts", "BotRuntime", "build_parts", "build_runtime", "merge", "runner_secrets"]
@@ -318,8 +317,7 @@ def build_runtime(
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(f"{path}: runtime.timezone: unknown IANA time zone {zone_name!r}") from None
     _refuse_plugin_dirs_in_workspace(settings, path, Path(workspace_path))
-    workspace = Workspace(workspace_path)
-    make_workspace_private(workspace.root)
+    workspace = created_workspace(workspace_path)
     # A bad runner (no model, say) is a config error now, not at the first message.
     from messaging_llm_bot.llm.runners import runners_from_config
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
+from tests.cli_inprocess import run_cli
 from tests.console_harness import run_bot, write_config
+from tests.setup_runs import example_config
 
 
 def test_what_a_skill_saved_is_recalled_in_a_new_conversation_at_once(tmp_path, chat_server, test_skills_dir):
@@ -27,3 +31,49 @@ def test_what_a_skill_saved_is_recalled_in_a_new_conversation_at_once(tmp_path, 
     assert "[Recalled memory" in asked
     recalled = asked.split("[Recalled memory", 1)[1]
     assert "(notes, " in recalled and "fourteenth of March" in recalled
+
+
+def test_the_first_start_in_a_fresh_clone_makes_the_workspace_private_without_a_warning(
+    tmp_path, chat_server, test_skills_dir
+):
+    """A clone's ``workspace/`` holds its tracked README (0755 and 0644 under the usual umask): the first start
+    makes both private, and says that it created the workspace, not that other users could read its files
+    (a timestamped WARNING was the first line a new user saw). A workspace used before is still warned about."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(mode=0o755)
+    (workspace / "README.md").write_text("# workspace/\n")
+    os.chmod(workspace, 0o755)
+    os.chmod(workspace / "README.md", 0o644)
+    args = ["--frontend", "console", "--config", str(config), "--workspace", str(workspace)]
+    proc = run_bot(args, "")
+    assert proc.returncode == 0, proc.stderr
+    assert f"Created a new, empty workspace at {workspace}" in proc.stderr
+    assert "files and folders private" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr
+    assert stat.S_IMODE(workspace.stat().st_mode) == 0o700
+    assert stat.S_IMODE((workspace / "README.md").stat().st_mode) == 0o600
+    os.chmod(workspace / "README.md", 0o644)  # loosened after it was in use: that is said
+    again = run_bot(args, "")
+    assert again.returncode == 0, again.stderr
+    assert f"workspace {workspace}: made 1 files and folders private" in again.stderr
+    assert stat.S_IMODE((workspace / "README.md").stat().st_mode) == 0o600
+
+
+def test_setup_first_then_the_bot_make_the_clones_workspace_private_without_a_warning(tmp_path, chat_server):
+    """``make setup`` before the first ``make run`` (the README's order for a Telegram user): setup creates the
+    workspace private, so the bot's first start has nothing to warn about."""
+    config = example_config(tmp_path)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(mode=0o755)
+    (workspace / "README.md").write_text("# workspace/\n")
+    os.chmod(workspace, 0o755)
+    os.chmod(workspace / "README.md", 0o644)
+    flags = ("--no-telegram", "--no-test", "--base-url", chat_server.base_url, "--timezone", "UTC")
+    setup = run_cli("setup", "--yes", "--config", str(config), "--workspace", str(workspace), *flags)
+    assert setup.returncode == 0, setup.stderr
+    assert "files and folders private" not in setup.stdout + setup.stderr
+    assert stat.S_IMODE((workspace / "README.md").stat().st_mode) == 0o600
+    assert stat.S_IMODE(workspace.stat().st_mode) == 0o700
+    proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(workspace)], "")
+    assert proc.returncode == 0, proc.stderr
+    assert "files and folders private" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr

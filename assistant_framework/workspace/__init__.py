@@ -7,7 +7,7 @@ never interleave. Every path is resolved inside the root: absolute paths,
 ``..`` escapes, symlinks that lead outside and NUL bytes are refused.
 
 - ``files``: the ``Workspace`` class (read, write, append, list, delete, lock), ``LAYOUT``,
-  ``existing_workspace``.
+  ``existing_workspace``, ``created_workspace``.
 - ``paths``: path confinement (``WorkspacePathError``).
 - ``atomic``: ``atomic_write_bytes``, also used for files outside a workspace (config files, exports).
 - ``locks``: the thread-plus-file lock behind ``Workspace.lock`` and every append.
@@ -21,6 +21,7 @@ from assistant_framework.workspace.files import (
     WORKSPACE_MARKER,
     NotAWorkspaceError,
     Workspace,
+    created_workspace,
     existing_workspace,
 )
 from assistant_framework.workspace.paths import WorkspacePathError
@@ -32,5 +33,6 @@ __all__ = [
     "Workspace",
     "WorkspacePathError",
     "atomic_write_bytes",
+    "created_workspace",
     "existing_workspace",
 ]

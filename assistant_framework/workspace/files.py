@@ -21,7 +21,7 @@ from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace.atomic import _write_all, atomic_write_bytes
 from assistant_framework.workspace.locks import _LOCK_SUFFIX, _CombinedLock, new_lock
 from assistant_framework.workspace.paths import WorkspacePathError, confined_path
-from assistant_framework.workspace.private import NOT_PRIVATE, make_private_dirs
+from assistant_framework.workspace.private import NOT_PRIVATE, make_private_dirs, make_workspace_private
 
 #: Folders created on first use; docs/workspace.md describes each one.
 LAYOUT: tuple[str, ...] = (
@@ -63,6 +63,16 @@ def existing_workspace(root: str | os.PathLike[str]) -> Workspace:
             f"`make run` or `{CLI} setup` creates a new one."
         )
     return Workspace(path)
+
+
+def created_workspace(root: str | os.PathLike[str]) -> Workspace:
+    """Open the workspace at ``root``, creating it when there is none (only the bot and ``assistant setup`` do),
+    its files and folders private: a new one silently (what was in the folder is no data of the assistant's,
+    as a fresh clone's ``workspace/`` with its tracked README), one in use before with a warning."""
+    new = not (Path(root).expanduser() / WORKSPACE_MARKER).is_dir()
+    workspace = Workspace(root)
+    make_workspace_private(workspace.root, new=new)
+    return workspace
 
 
 class Workspace:

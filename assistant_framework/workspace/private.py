@@ -84,11 +84,16 @@ def tighten(root: str | os.PathLike[str]) -> list[str]:
     return changed
 
 
-def make_workspace_private(root: str | os.PathLike[str]) -> None:
+def make_workspace_private(root: str | os.PathLike[str], *, new: bool = False) -> None:
     """A workspace made before files were private (or copied in by hand) is tightened at start: group and
-    other permissions come off every file and folder. Said once; the next start finds nothing to change."""
+    other permissions come off every file and folder. Said once; the next start finds nothing to change.
+    A ``new`` one (the bot creates it now) is tightened without a warning: what was there is no data of the
+    assistant's (a fresh clone's ``workspace/`` with its tracked README is 0755/0644), and a new user's first
+    start began with a warning that others could read their files."""
     changed = tighten(root)
-    if changed:
+    if changed and new:
+        log.debug("new workspace %s: made %d files and folders private (0600/0700)", root, len(changed))
+    elif changed:
         log.warning(
             "workspace %s: made %d files and folders private (0600/0700): other users of this machine could read them",
             root,

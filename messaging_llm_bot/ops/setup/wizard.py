@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from assistant_framework.config import ConfigError, load_config_detailed
 from assistant_framework.hints import CLI
-from assistant_framework.workspace import Workspace
+from assistant_framework.workspace import created_workspace
 from messaging_llm_bot.channels.setup import ChannelSetup, channel_setups, default_flags
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS
 from messaging_llm_bot.ops.setup.answers import Answers, Current, system_timezone, valid_zone
@@ -94,7 +94,7 @@ class Wizard(Step):
             except ConfigError as exc:
                 raise SetupError(f"cannot write {key}: {exc}") from None
             self.a.written.append(str(file))
-        Workspace(self.a.workspace)  # setup is one of the commands that creates a workspace
+        created_workspace(self.a.workspace)  # setup is one of the commands that creates a workspace
         self._say_next(channels.reached)
         return 0
 
