@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 
+from assistant_framework.workspace import Workspace
 from tests.cli_inprocess import run_cli
-from tests.console_harness import run_bot, write_config
+from tests.console_harness import Terminal, run_bot, write_config
 from tests.setup_runs import example_config
 
 
@@ -77,3 +79,22 @@ def test_setup_first_then_the_bot_make_the_clones_workspace_private_without_a_wa
     proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(workspace)], "")
     assert proc.returncode == 0, proc.stderr
     assert "files and folders private" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr
+
+
+def test_a_failed_skill_is_said_once_in_the_terminal_chat(tmp_path, chat_server, test_skills_dir):
+    """At a terminal the progress line of a skill that failed named it twice ("… skill birthdays failed: skill
+    'birthdays' failed: ValueError: ..."), seen at once with a small model that leaves an argument out."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    chat_server.enqueue('{"skill": "boom", "args": {}}', '{"reply": "It did not work."}')
+    argv = [sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config)]
+    term = Terminal([*argv, "--workspace", str(Workspace(tmp_path / "ws").root)])
+    try:
+        term.wait_for("you> ")
+        term.type("go\r")
+        term.wait_for("It did not work.")
+        assert "… skill boom failed: RuntimeError: kaput" in term.output
+        assert "failed: skill" not in term.output
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()

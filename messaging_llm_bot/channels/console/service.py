@@ -67,7 +67,10 @@ def progress_line(event: AgentEvent) -> str | None:
     if event.kind == "skill_call":
         return f"… running skill {event.data.get('skill')}"
     if event.kind == "skill_result" and not event.data.get("ok"):
-        return f"… skill {event.data.get('skill')} failed: {event.data.get('summary')}"
+        skill = event.data.get("skill")
+        # The error the model reads names the skill ("skill 'x' failed: ..."): said once here.
+        summary = str(event.data.get("summary")).removeprefix(f"skill {skill!r} failed: ")
+        return f"… skill {skill} failed: {summary}"
     return None
 
 
