@@ -98,3 +98,22 @@ def test_a_failed_skill_is_said_once_in_the_terminal_chat(tmp_path, chat_server,
         assert term.proc.wait(30) == 0
     finally:
         term.close()
+
+
+def test_make_run_without_a_token_at_a_terminal_says_once_that_this_is_the_terminal_chat(
+    tmp_path, chat_server, test_skills_dir
+):
+    """``make run`` at a terminal with no Telegram token (also right after a setup that skipped Telegram): it said
+    "To chat in this terminal instead: `make chat`. Starting the terminal chat instead." (start what is starting)."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    argv = [sys.executable, "-m", "messaging_llm_bot", "--config", str(config)]  # no --frontend: as make run
+    term = Terminal([*argv, "--workspace", str(Workspace(tmp_path / "ws").root)])
+    try:
+        term.wait_for("you> ")
+        assert "No Telegram bot token is configured, so this is the terminal chat" in term.output
+        assert "`make setup` adds Telegram" in term.output
+        assert "instead" not in term.output
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()

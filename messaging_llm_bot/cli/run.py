@@ -45,6 +45,11 @@ NO_TOKEN = (
     "or the TELEGRAM_BOT_TOKEN environment variable; `make setup` asks for it and checks it). "
     "To chat in this terminal instead: `make chat`."
 )
+#: At a terminal the bot goes on as the terminal chat: said once, without telling to start what is starting.
+NO_TOKEN_TERMINAL_CHAT = (
+    "No Telegram bot token is configured, so this is the terminal chat (`make chat` starts it without this line; "
+    "`make setup` adds Telegram: it asks for the token and checks it)."
+)
 
 
 class OneLineRedactingFormatter(logging.Formatter):
@@ -299,7 +304,7 @@ def _frontend(frontend: str, runtime: BotRuntime) -> str | None:
             print(NO_TOKEN, file=sys.stderr)
             runtime.shutdown(timeout=5)
             return None
-        print(NO_TOKEN + " Starting the terminal chat instead.", file=sys.stderr)
+        print(NO_TOKEN_TERMINAL_CHAT, file=sys.stderr)
         return "console"
     return frontend
 
