@@ -4,14 +4,14 @@ Synapse for Matrix): a message in gets one reply out and one model call; a long 
 the declared limit; an ``ask`` approval waits for the owner's yes or no; a stranger is told once (by mail only a
 proven one: an answer to a forged From is backscatter) and reaches no model (not on the terminal, which has no
 strangers); an allowed guest is answered in their own chat and their turn sees nothing of the owner's (the owner's
-context only in the owner's chat); a streamed reply grows by edits where the channel declares it can edit, else
-arrives as one message (the terminal prints it as it comes, once); a photo reaches the vision runner and a file is
-saved as sent and named to the model (where ``media_in`` has them); a restart mid-turn leaves the message to the
-next start, which answers it once. A file the send_file skill sends arrives once, as it is in the workspace. A due
-reminder reaches the chat it was set in and a collector's notice only the owner (conversation/notices.py). A message
-the same person sends while the model works follows the busy mode (steer and interrupt: one turn answers both;
-queue: two turns in order). A typed /help gets the shared answer and reaches no model; /stop ends the running turn
-at once and is answered (where the channel takes commands).
+context only in the owner's chat); a message the platform delivers again is answered once; a streamed reply grows by
+edits where the channel declares it can edit, else arrives as one message (the terminal prints it as it comes,
+once); a photo reaches the vision runner and a file is saved as sent and named to the model (where ``media_in`` has
+them); a restart mid-turn leaves the message to the next start, which answers it once. A file the send_file skill
+sends arrives once, as it is in the workspace. A due reminder reaches the chat it was set in and a collector's
+notice only the owner (conversation/notices.py). A message the same person sends while the model works follows the
+busy mode (steer and interrupt: one turn answers both; queue: two turns in order). A typed /help gets the shared
+answer and reaches no model; /stop ends the running turn at once and is answered (where the channel takes commands).
 
 Each case is a method of ``ChannelKit``, parametrized by ``channel``; a channel's drivers are in the tables below
 (APPROVE, CHAT, ...), put there for a new channel by its own ``tests/kit_<name>.py`` (``register``, found by the
@@ -843,6 +843,162 @@ class _GuestCase:
         assert "hello again" in owner_turn and OWNER_SECRET in owner_turn  # the owner's chat: their context
         assert not [text for text in chats.owner.replies() if "guest" in text]
         assert not [text for text in chats.guest.replies() if "owner" in text]
+
+
+# -- a message the platform delivers again: answered once ----------------------------------------------------
+
+
+@dataclasses.dataclass
+class RepeatingChat(Chat):
+    """The owner's chat on a platform that may deliver a message again (a lost confirmation, a reconnect's
+    replay, a webhook's retry): ``again`` delivers the owner's last message once more, as the platform would."""
+
+    again: Callable[[], object] = lambda: None
+
+
+def queued(config: dict[str, typing.Any]) -> None:
+    """The AGAIN drivers' config: busy mode ``queue``, so that a copy taken as a new message is a turn of its own
+    (with ``steer`` a copy that came while its original was answered joined that turn, and hid)."""
+    busy_mode("queue")(config)
+
+
+def _again_on_telegram(request: pytest.FixtureRequest) -> RepeatingChat:
+    from tests.telegram_harness import texts
+
+    fake, sent = request.getfixturevalue("fake"), []
+    request.getfixturevalue("start_bot")(config_patch=queued)
+    return RepeatingChat(
+        lambda text: sent.append(fake.send_message(text)), lambda: texts(fake), lambda: fake.redeliver(sent[-1])
+    )
+
+
+def _again_on_signal(request: pytest.FixtureRequest) -> RepeatingChat:
+    from tests.signal_harness import OWNER
+
+    daemon, sent = request.getfixturevalue("daemon"), []
+    request.getfixturevalue("start")(patch=queued)
+    return RepeatingChat(
+        lambda text: sent.append(daemon.message(OWNER, text)),
+        lambda: [s["message"] for s in daemon.sent_to(OWNER)],
+        lambda: daemon.deliver(sent[-1]),  # the same envelope: its sender and timestamp
+    )
+
+
+def _again_on_email(request: pytest.FixtureRequest) -> RepeatingChat:
+    """The same mail (its Message-ID) lands in the folder once more: a second copy, under a new UID."""
+    from tests.email_harness import body, mail
+
+    imap, smtp, sent = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp"), []
+    request.getfixturevalue("start_email")(patch=lambda config: (queued(config), config["llm"].update(stream=False)))
+
+    def send(text: str) -> None:
+        sent.append(mail(text, message_id=f"<again-{len(sent)}@example.org>"))
+        imap.append("INBOX", sent[-1])
+
+    return RepeatingChat(send, lambda: [body(m).strip() for m in smtp.messages], lambda: imap.append("INBOX", sent[-1]))
+
+
+def _again_on_whatsapp(request: pytest.FixtureRequest) -> RepeatingChat:
+    """Meta posts the same message to the webhook again (it retries until it heard 200 in time)."""
+    from tests.whatsapp_harness import OWNER
+
+    graph, sent = request.getfixturevalue("whatsapp_graph"), []
+    request.getfixturevalue("start_whatsapp")(patch=queued)
+
+    def send(text: str) -> None:
+        sent.append(graph.message_event(OWNER, graph.inbound(OWNER, "text", {"body": text})))
+        assert graph.deliver(sent[-1]) == 200
+
+    return RepeatingChat(send, lambda: graph.texts(OWNER), lambda: graph.deliver(sent[-1]))
+
+
+def _again_on_slack(request: pytest.FixtureRequest) -> RepeatingChat:
+    """Slack sends the same event again, with its retry number (it retries until it heard 200 in time)."""
+    from tests.slack_harness import OWNER, owner_texts
+
+    slack, sent = request.getfixturevalue("slack_api"), []
+    request.getfixturevalue("start_slack")(patch=queued)
+
+    def send(text: str) -> None:
+        sent.append(slack.dm(OWNER, text))
+        assert slack.deliver(sent[-1]).status_code == 200
+
+    return RepeatingChat(send, lambda: owner_texts(slack), lambda: slack.deliver(sent[-1], retry_num=1))
+
+
+def _again_on_discord(request: pytest.FixtureRequest) -> RepeatingChat:
+    """The gateway dispatches the same MESSAGE_CREATE again (a RESUME replays it)."""
+    from tests.discord_harness import OWNER, owner_texts
+
+    discord, sent = request.getfixturevalue("discord_api"), []
+    request.getfixturevalue("start_discord")(patch=queued)
+    return RepeatingChat(
+        lambda text: sent.append(discord.dm(OWNER, text)),
+        lambda: owner_texts(discord),
+        lambda: discord.redeliver(sent[-1]),
+    )
+
+
+def _again_on_webchat(request: pytest.FixtureRequest) -> RepeatingChat:
+    """The page posts the same message (its id) again: a retry after a lost answer."""
+    chat, sent = request.getfixturevalue("start_webchat")(patch=queued), []
+    assert chat.client is not None
+
+    def post(body: dict[str, str]) -> None:
+        answer = chat.client.post("/chat/send", json=body, headers={"X-XSRFToken": chat.form_token})
+        assert answer.status_code == 202, answer.text
+
+    def send(text: str) -> None:
+        sent.append({"id": f"again{len(sent)}" * 4, "text": text})
+        post(sent[-1])
+
+    return RepeatingChat(send, chat.replies, lambda: post(sent[-1]))
+
+
+AGAIN = {
+    "discord": _again_on_discord,
+    "slack": _again_on_slack,
+    "whatsapp": _again_on_whatsapp,
+    "webchat": _again_on_webchat,
+    "telegram": _again_on_telegram,
+    "signal": _again_on_signal,
+    "email": _again_on_email,
+}
+#: Why a channel's platform never delivers a message again.
+NOT_AGAIN = {
+    "console": "the terminal chat reads each typed line once",
+    "matrix": "no driver in AGAIN yet: Synapse sends an event once per sync position (the inbox takes a Matrix "
+    "message by its event id: channels/matrix/events.py)",
+}
+
+
+class _AgainCase:
+    """A message delivered again."""
+
+    def test_a_message_the_platform_delivers_again_is_answered_once(
+        self, channel: str, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        """The inbox takes the platform's message id once (``Arrival.source_id``): delivered again while it is
+        answered, or after, it is no new turn; the owner's next message still is."""
+        from assistant_framework.inbox import Inbox
+        from tests.waiting import wait_until
+
+        if channel not in AGAIN:
+            pytest.skip(NOT_AGAIN[channel])
+        # A copy taken as a message would be a turn of its own, and take the next answer: each one is distinct.
+        chat_server.enqueue(*(json.dumps({"reply": f"{word} END"}) for word in ("Once.", "pong", "Twice.", "Thrice.")))
+        chat = AGAIN[channel](request)
+        chat.send("hello")
+        assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+        chat.again()  # while it is answered
+        wait_until(lambda: "Once. END" in chat.replies(), 30, "the reply")
+        wait_until(lambda: not Inbox(workspace).pending(), 15, "the message completed")
+        chat.again()  # after its reply
+        chat.send("ping")  # after the copies: once the model has it, they were taken or passed over
+        wait_until(lambda: any("ping" in str(r["messages"][-1]) for r in chat_server.chat_requests), 30, "ping")
+        wait_until(lambda: not Inbox(workspace).pending(), 30, "every message completed")
+        assert [text for text in chat.replies() if "END" in text] == ["Once. END", "pong END"]
+        assert len(chat_server.chat_requests) == 2, [str(r["messages"][-1])[:100] for r in chat_server.chat_requests]
 
 
 # -- a streamed reply: edits where the channel can edit, else one final message ---------------------------
@@ -2117,6 +2273,8 @@ class KitDrivers:
     notices: Callable[[pytest.FixtureRequest], dict[str, list[str]]] | None = None
     #: The channel started with the owner and an allowed guest: their two chats (``GuestChats``).
     guests: Callable[[pytest.FixtureRequest], GuestChats] | None = None
+    #: The owner's chat, and how the platform delivers the owner's last message again (``RepeatingChat``).
+    again: Callable[[pytest.FixtureRequest], RepeatingChat] | None = None
     commands: bool = True  # its busy chat takes typed commands (the COMMANDS case); else why not in ``skips``
     skips: typing.Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -2134,6 +2292,7 @@ def register(name: str, drivers: KitDrivers) -> None:
         ("TOLD_THEIR_ID", TOLD_THEIR_ID, NOT_TOLD_THEIR_ID, drivers.told_their_id),
         ("NOTICES", NOTICES, NO_NOTICES, drivers.notices),
         ("GUESTS", GUESTS, NO_GUESTS, drivers.guests),
+        ("AGAIN", AGAIN, NOT_AGAIN, drivers.again),
         ("COMMANDS", COMMAND_CHATS, NO_COMMANDS, drivers.busy if drivers.commands else None),
     ]
     for label, table, why_not, driver in told:
@@ -2155,6 +2314,7 @@ class ChannelKit(
     _StrangerCase,
     _StrangerIdCase,
     _GuestCase,
+    _AgainCase,
     _StreamCase,
     _MediaInCase,
     _FileOutCase,

@@ -343,7 +343,13 @@ register(
         stream=unused,
         restart=unused,
         busy=unused,
-        skips={"STRANGERS": "one user", "TOLD_THEIR_ID": "one user", "NOTICES": "one user", "GUESTS": "one user"},
+        skips={
+            "STRANGERS": "one user",
+            "TOLD_THEIR_ID": "one user",
+            "NOTICES": "one user",
+            "GUESTS": "one user",
+            "AGAIN": "a file's line is read once",
+        },
     ),
 )
 """
@@ -360,7 +366,7 @@ def test_the_contract_kit_finds_a_channels_drivers_in_a_file_of_its_own(
 
     tables = ("CHANNELS", "APPROVE", "CHAT", "STREAM", "RESTART", "BUSY", "STRANGERS", "NO_STRANGERS")
     tables += ("TOLD_THEIR_ID", "NOT_TOLD_THEIR_ID", "MEDIA", "FILE_OUT", "NOTICES", "NO_NOTICES")
-    tables += ("COMMAND_CHATS", "NO_COMMANDS", "GUESTS", "NO_GUESTS")
+    tables += ("COMMAND_CHATS", "NO_COMMANDS", "GUESTS", "NO_GUESTS", "AGAIN", "NOT_AGAIN")
     for table in tables:  # the kit's tables as they were, after the test
         monkeypatch.setattr(channel_kit, table, dict(getattr(channel_kit, table)))
     (tmp_path / "kit").mkdir()

@@ -104,4 +104,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a reply signal-cli could not send for now (rate limited, the Signal server not reached) is dropped",
         ("test_signal_input.py",),
     ),
+    Mutation(
+        "signal-same-message-twice",
+        f"{BOT}/channels/signal/settings.py",
+        '        return f"{PREFIX}{self.uuid or self.number}:{self.timestamp}"',
+        "        return f\"{PREFIX}{self.uuid or self.number}:{self.timestamp}:{__import__('time').time_ns()}\"",
+        "an event the daemon delivers again (its sender and timestamp) is answered a second time",
+        KIT_TELEGRAM_SIGNAL_WHATSAPP,
+    ),
 )

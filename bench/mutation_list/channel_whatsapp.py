@@ -69,4 +69,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a typed /help, /stop or /new on WhatsApp is a message for the model: no command answers, /stop stops nothing",
         KIT_TELEGRAM_SIGNAL_WHATSAPP,
     ),
+    Mutation(
+        "whatsapp-same-message-twice",
+        "messaging_llm_bot/channels/whatsapp/intake.py",
+        "        arrival = Arrival(msg.message_id, chat,",
+        "        arrival = Arrival(f\"{msg.message_id}:{__import__('time').time_ns()}\", chat,",
+        "a message Meta posts again (a retry of the webhook) is answered a second time",
+        KIT_TELEGRAM_SIGNAL_WHATSAPP,
+    ),
 )
