@@ -87,6 +87,7 @@ class UsageRow(TypedDict):
     completion_tokens: int
     cached_tokens: int
     reasoning_tokens: int
+    unreported: int  # requests the server answered without usage (their tokens are not in the sums)
 
 
 class UsageStats(TypedDict):
@@ -374,7 +375,14 @@ def _number(value: object) -> float:
 
 def _empty_row() -> UsageRow:
     return UsageRow(
-        turns=0, requests=0, model_s=0.0, prompt_tokens=0, completion_tokens=0, cached_tokens=0, reasoning_tokens=0
+        turns=0,
+        requests=0,
+        model_s=0.0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cached_tokens=0,
+        reasoning_tokens=0,
+        unreported=0,
     )
 
 
@@ -401,6 +409,10 @@ def aggregate_usage(traces: Iterable[Mapping[str, object]]) -> UsageStats:
             for target in (by_day[day], by_model[model], total):
                 target["requests"] += 1
                 target["model_s"] += _number(request.get("elapsed_s"))
+                # llama.cpp's server reports usage only when not streaming: a turn's other calls then count nothing.
+                target["unreported"] += not _number(usage.get("prompt_tokens")) and not _number(
+                    usage.get("completion_tokens")
+                )
                 for f in _STAT_FIELDS:
                     target[f] += int(_number(usage.get(f)))
     return UsageStats(by_day=dict(sorted(by_day.items())), by_model=dict(sorted(by_model.items())), total=total)

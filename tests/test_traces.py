@@ -169,6 +169,7 @@ def test_stats_per_day_and_model(workspace):
         "completion_tokens": 10,
         "cached_tokens": 50,
         "reasoning_tokens": 0,
+        "unreported": 0,
     }
     assert stats["total"]["cached_tokens"] == 150
     assert aggregate_usage([])["total"]["turns"] == 0

@@ -204,6 +204,7 @@ def usage(
         "completion_tokens": 0,
         "cached_tokens": 0,
         "reasoning_tokens": 0,
+        "unreported": 0,
     }
     return UsageBody(
         days=days,

@@ -30,6 +30,8 @@ def format_stats(stats: UsageStats, days: int = 30) -> str:
             tokens = "tokens not reported by the server"
         else:
             tokens = f"{r['prompt_tokens']} in{cached}, {r['completion_tokens']} out"
+            if r.get("unreported"):  # the sums leave those calls out: not the whole count (Per runner estimates it)
+                tokens += f" ({r['unreported']} of {r['requests']} calls not reported by the server)"
         return f"- {label}: {r['turns']} msgs, {tokens}, model {r['model_s']:.1f} s"
 
     lines = [f"Usage, last {days} days:", row("total", total), "", "Per model:"]
