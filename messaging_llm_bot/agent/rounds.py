@@ -25,13 +25,20 @@ from messaging_llm_bot.agent.history import prompt_messages
 from messaging_llm_bot.agent.images import ImageInput, user_content
 from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
 from messaging_llm_bot.agent.steering import Steered
-from messaging_llm_bot.agent.turn import AgentEvent, Emit, TurnRecord, record_request
+from messaging_llm_bot.agent.turn import AgentEvent, Emit, SkillCallRecord, TurnRecord, record_request
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
 from messaging_llm_bot.llm.hangup import StopSwitch, hang_up_on
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA
 from messaging_llm_bot.llm.tools import ToolCall, tool_calls_of
 from messaging_llm_bot.llm.wire import Message
-from messaging_llm_bot.protocol import ParsedOutput, SkillCall, StreamGuard, final_answer_request, parse_model_output
+from messaging_llm_bot.protocol import (
+    PLACEHOLDER_REPLIES,
+    ParsedOutput,
+    SkillCall,
+    StreamGuard,
+    final_answer_request,
+    parse_model_output,
+)
 
 log = logging.getLogger(__name__)
 
@@ -322,4 +329,13 @@ def _ending(t: _TurnSoFar, round_no: int, parsed: ParsedOutput) -> tuple[str, bo
             _add_steered(more, t.messages, t.native)
             return None
     reply = (parsed.reply or "").strip()
+    if reply in PLACEHOLDER_REPLIES and t.turn.skill_calls:
+        reply = placeholder_reply(reply, t.turn.skill_calls)
     return (reply, True) if reply else (EMPTY_REPLY, False)
+
+
+def placeholder_reply(copied: str, calls: list[SkillCallRecord]) -> str:
+    """What the user gets when the model only copied the protocol's example reply after its skills ran: that,
+    and what each skill did (a saved file, a failure), rather than a bare "..."."""
+    done = "; ".join(f"{call.skill} {call.outcome()}" for call in calls)
+    return f'The model wrote no answer of its own (only "{copied}"). What it did: {done}.'

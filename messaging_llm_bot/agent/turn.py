@@ -58,6 +58,13 @@ class SkillCallRecord:
     saved_to: str | None = None  # where a write call saved, as the reply may name it
     repeated: bool = False  # the same write already ran in this turn: not run again
 
+    def outcome(self) -> str:
+        """How the call ended, for the user: "saved to notes/x.md", "done" or "failed: <why>" (the skill manager's
+        "skill 'x' failed: " left out: the skill is named beside it)."""
+        if self.error:
+            return "failed: " + self.error.removeprefix(f"skill {self.skill!r} failed: ")
+        return f"saved to {self.saved_to}" if self.saved_to else "done"
+
     def as_dict(self) -> JsonObject:
         """The trace's form: every field that is set (``repeated`` only when true)."""
         out: JsonObject = {}

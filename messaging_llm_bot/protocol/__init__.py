@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from messaging_llm_bot.protocol.lenient_json import CODE_FENCE_LANGS, loads_lenient, strip_think
 from messaging_llm_bot.protocol.messages import (
+    PLACEHOLDER_REPLIES,
     args_request,
     choice_instructions,
     final_answer_request,
@@ -41,6 +42,7 @@ __all__ = [
     "CALL_LIST_KEYS",
     "CODE_FENCE_LANGS",
     "META_KEYS",
+    "PLACEHOLDER_REPLIES",
     "REPLY_SYNONYMS",
     "SKILL_KEYS",
     "THOUGHT_KEYS",

@@ -99,6 +99,12 @@ def args_request(skill: str, description: str, schema: str) -> str:
     )
 
 
+#: The reply texts the protocol's own examples show (``{"reply": "..."}`` after a skill's result, "<text for the
+#: user>" in the instructions): a small model copies them (SmolLM2-135M answered "..." after every skill call).
+#: Such a reply is no answer (agent/rounds.py says what the skills did instead).
+PLACEHOLDER_REPLIES = frozenset({"...", "…", "<text for the user>"})
+
+
 def format_skill_result(skill: str, result: object, budget_chars: int = 4000) -> str:
     """The message fed back after a skill ran; the result body is cut to budget_chars with a marker."""
     body = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
