@@ -121,8 +121,9 @@ def test_make_run_without_a_token_at_a_terminal_says_once_that_this_is_the_termi
 
 def test_a_copied_example_reply_after_skills_says_what_the_skills_did(tmp_path, chat_server, test_skills_dir):
     """SmolLM2-135M (the real model of docs/benchmarks.md) answered {"reply": "..."} after every skill call: it
-    copies the example of the message that brings the skill's result, and the user read "..." as the answer.
-    Such a reply says so and what each skill did; a real answer is kept as it is."""
+    copies the example of the message that brings the skill's result, and the user read "..." as the answer;
+    without a skill call it answered "<text for the user>" from the instructions. Such a reply says so and what
+    each skill did; a real answer is kept as it is."""
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     chat_server.enqueue(
         '{"skill": "save_note", "args": {"name": "anna", "text": "Anna: 14 March"}}',
@@ -131,13 +132,15 @@ def test_a_copied_example_reply_after_skills_says_what_the_skills_did(tmp_path, 
         '{"reply": "..."}',
         '{"skill": "add", "args": {"a": 2, "b": 3}}',
         '{"reply": "It is 5."}',
+        '{"reply": "<text for the user>"}',
     )
     args = ["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")]
-    proc = run_bot(args, "remember Anna: 14 March\nbreak it\nadd 2 and 3\n")
+    proc = run_bot(args, "remember Anna: 14 March\nbreak it\nadd 2 and 3\nSet a reminder in 1 minute\n")
     assert proc.returncode == 0, proc.stderr
     replies = [block for block in proc.stdout.split("\n\n") if block.strip()]
     assert replies == [
         'The model wrote no answer of its own (only "..."). What it did: save_note saved to notes/anna.md.',
         'The model wrote no answer of its own (only "..."). What it did: boom failed: RuntimeError: kaput.',
         "It is 5.",
+        'The model wrote no answer of its own (only "<text for the user>").',
     ], proc.stdout

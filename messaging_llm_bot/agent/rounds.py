@@ -329,13 +329,15 @@ def _ending(t: _TurnSoFar, round_no: int, parsed: ParsedOutput) -> tuple[str, bo
             _add_steered(more, t.messages, t.native)
             return None
     reply = (parsed.reply or "").strip()
-    if reply in PLACEHOLDER_REPLIES and t.turn.skill_calls:
+    if reply in PLACEHOLDER_REPLIES:
         reply = placeholder_reply(reply, t.turn.skill_calls)
     return (reply, True) if reply else (EMPTY_REPLY, False)
 
 
 def placeholder_reply(copied: str, calls: list[SkillCallRecord]) -> str:
-    """What the user gets when the model only copied the protocol's example reply after its skills ran: that,
-    and what each skill did (a saved file, a failure), rather than a bare "..."."""
-    done = "; ".join(f"{call.skill} {call.outcome()}" for call in calls)
-    return f'The model wrote no answer of its own (only "{copied}"). What it did: {done}.'
+    """What the user gets when the model only copied the protocol's example reply: that, and what each skill of
+    the turn did (a saved file, a failure), rather than a bare "..." or "<text for the user>"."""
+    said = f'The model wrote no answer of its own (only "{copied}").'
+    if not calls:
+        return said
+    return f"{said} What it did: {'; '.join(f'{call.skill} {call.outcome()}' for call in calls)}."
