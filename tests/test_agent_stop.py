@@ -193,3 +193,7 @@ def test_a_stop_while_the_model_still_reads_the_prompt_hangs_up_at_once(bot_conf
     result = box["result"]
     assert result.stopped and result.reply == "⏹ Stopped." and "too late" not in result.reply
     assert len(chat_server.chat_requests) == 1  # no other runner or format tried after the stop
+    # The trace says the owner stopped the call, not that the server timed out ("the answer was not finished
+    # within 120 s", which `trace show` said after a Ctrl-C four seconds in).
+    [request] = agent.traces.load(result.trace_id)["requests"]
+    assert request["error"] == {"kind": "stopped", "status": None, "message": "stopped by the owner"}, request["error"]

@@ -269,7 +269,13 @@ def record_request(
             "reply": parsed.reply,
         }
         entry["recovered"] = list(parsed.recovered)
-    if error is not None:
+    if error is not None and turn.stop.is_set():
+        # The stop hung the call up (as its deadline would): not the server's failure, whatever the cut looked like.
+        entry.update(
+            runner=error.runner,
+            error={"kind": "stopped", "status": None, "message": turn.stop.why or "stopped by the owner"},
+        )
+    elif error is not None:
         entry.update(
             runner=error.runner, error={"kind": error.kind, "status": error.status, "message": error.user_message()}
         )
