@@ -94,3 +94,34 @@ def test_the_secrets_a_record_names_are_read_once_per_load_or_reload(tmp_path: P
     assert (
         service.problem() == "whatsapp: cannot start: whatsapp.access_token_env names TEST_WA_TOKEN, which is not set"
     )
+
+
+def test_a_stop_while_the_channel_reads_after_a_pause_ends_its_reading(tmp_path: Path) -> None:
+    """A reading task that paused (``sleep``: the inbox could not store, a server was down) and then reads on is
+    cancelled by the stop, also when the stop's wake-up and its cancel reach the pause together (asyncio's
+    ``wait_for`` returned then, the cancel lost, and the task read on: the stop waited for it for ever)."""
+    import asyncio
+    import threading
+
+    from messaging_llm_bot.conversation.service import ChannelService
+
+    class Pausing(ChannelService):
+        NAME, TITLE = "pausing", "the pausing channel"
+        paused = threading.Event()
+
+        async def serve(self) -> None:
+            self.reading(self._read())
+
+        async def _read(self) -> None:
+            self.paused.set()
+            await self.sleep(60)  # the pause before storing again
+            await asyncio.Event().wait()  # the next event of a stream that sends none
+
+    service = Pausing(_runtime(tmp_path), manage_runtime=False)
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(service.run()), name="pausing-under-test", daemon=True)
+    thread.start()
+    assert service.paused.wait(10)
+    service.stop(10)
+    thread.join(10)
+    assert not thread.is_alive() and codes == [0]

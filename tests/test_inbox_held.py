@@ -3,23 +3,21 @@ webhook's POST refused with 503), not read past on Signal's stream; the cause lo
 answered exactly once when storage works again. The real bots against the fake Bot API / signal-cli daemon and
 the fake model.
 
-Storage is broken by putting a file where the inbox's folder ``state/inbox/pending`` is (every write
-below it fails with ENOTDIR, also for root, whom ``chmod`` does not stop); the disk-full and read-only
-file systems are tests/test_reliability_disk.py (they need ``mount``).
+Storage is broken as tests/inbox_faults.py breaks it (a file where the inbox's folder is); the disk-full and
+read-only file systems are tests/test_reliability_disk.py (they need ``mount``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import shutil
-from pathlib import Path
 
 import pytest
 
 from assistant_framework.inbox import PENDING_DIR, Inbox
 from messaging_llm_bot.conversation import held
 from tests.crash_bot import echo_reply
+from tests.inbox_faults import break_inbox, repair_inbox
 from tests.signal_harness import FRIEND as SIGNAL_FRIEND
 from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.signal_harness import wait_for
@@ -35,19 +33,6 @@ def quick_retries(monkeypatch):
     for the third try while broken and for the next one after the repair."""
     monkeypatch.setattr(held, "RETRY_FIRST_SECONDS", 0.05)
     monkeypatch.setattr(held, "RETRY_MAX_SECONDS", 0.1)
-
-
-def break_inbox(workspace) -> Path:
-    """Every inbox write fails from now on (ENOTDIR); returns the file to remove to repair it."""
-    pending = workspace.path(PENDING_DIR)
-    shutil.rmtree(pending, ignore_errors=True)
-    pending.write_text("not a folder\n")
-    return pending
-
-
-def repair_inbox(pending: Path) -> None:
-    pending.unlink()
-    pending.mkdir()
 
 
 def asked(chat_server) -> list[str]:

@@ -110,4 +110,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "anyone in the workspace runs the bot's commands (a stranger's /reset yes clears their chat's history)",
         SLACK_BOT,
     ),
+    Mutation(
+        "slack-unstored-answered-200",
+        "messaging_llm_bot/channels/slack/webhook.py",
+        '            self._answer(503, "the event could not be stored; send it again")',
+        '            self._answer(200, "")',
+        "an event the inbox could not store is answered 200: Slack never sends it again, it is lost",
+        KIT_SLACK_DISCORD,
+    ),
 )

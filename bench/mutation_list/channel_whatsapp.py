@@ -77,4 +77,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a message Meta posts again (a retry of the webhook) is answered a second time",
         KIT_TELEGRAM_SIGNAL_WHATSAPP,
     ),
+    Mutation(
+        "whatsapp-unstored-answered-200",
+        "messaging_llm_bot/channels/whatsapp/webhook.py",
+        '            self._answer(503, "the events could not be stored; send them again")',
+        '            self._answer(200, "")',
+        "a message the inbox could not store is answered 200: Meta never sends it again, it is lost",
+        KIT_TELEGRAM_SIGNAL_WHATSAPP,
+    ),
 )

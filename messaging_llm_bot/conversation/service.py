@@ -181,12 +181,15 @@ class ChannelService:
             self._stop.set()
 
     async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``, or less when a stop begins."""
+        """Wait ``seconds``, or less when a stop begins. A cancel is never lost here: the stop's wake-up and the
+        cancel of a ``reading`` task come together, and ``asyncio.wait_for`` (Python 3.11) returned then, the
+        cancel swallowed, and the task read on."""
         assert self._stop is not None
+        stopped = asyncio.ensure_future(self._stop.wait())
         try:
-            await asyncio.wait_for(self._stop.wait(), seconds)
-        except TimeoutError:
-            pass
+            await asyncio.wait({stopped}, timeout=seconds)
+        finally:
+            stopped.cancel()
 
     async def shutdown_requested(self) -> None:
         """Return once a stop began."""
