@@ -144,3 +144,19 @@ def test_a_copied_example_reply_after_skills_says_what_the_skills_did(tmp_path, 
         "It is 5.",
         'The model wrote no answer of its own (only "<text for the user>").',
     ], proc.stdout
+
+
+def test_a_time_zone_typo_gets_the_zone_meant(tmp_path, chat_server):
+    """"Europe/Berln" typed at setup's question (or given as a flag, or set in the config) was refused with
+    examples only; like a config key's typo it now names the zone meant. Nothing is written."""
+    config = example_config(tmp_path)
+    workspace = tmp_path / "ws"
+    flags = ("--no-telegram", "--no-test", "--base-url", chat_server.base_url, "--timezone", "Europe/Berln")
+    setup = run_cli("setup", "--yes", "--config", str(config), "--workspace", str(workspace), *flags)
+    assert setup.returncode == 2
+    assert "unknown IANA time zone 'Europe/Berln' (did you mean 'Europe/Berlin'?)" in setup.stderr, setup.stderr
+    assert not (config / "local").exists() and not workspace.exists()
+    set_it = run_cli("config", "set", "runtime.timezone", "Europe/Berln", "--config", str(config))
+    assert set_it.returncode == 2 and "(did you mean 'Europe/Berlin'?)" in set_it.stderr, set_it.stderr
+    far = run_cli("config", "set", "runtime.timezone", "Mars/Olympus", "--config", str(config))
+    assert far.returncode == 2 and "(e.g. Europe/Berlin, America/New_York, UTC)" in far.stderr, far.stderr

@@ -10,7 +10,7 @@ import difflib
 import ipaddress
 from collections.abc import Iterable
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from assistant_framework.config.errors import ConfigData, JsonPath, format_json_path, shown_key
 from assistant_framework.config.schema import root_schema
@@ -69,8 +69,16 @@ def timezone_error(name: Any) -> str | None:
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        return f"unknown IANA time zone {name!r} (e.g. Europe/Berlin, America/New_York, UTC)"
+        return unknown_zone(name)
     return None
+
+
+def unknown_zone(name: str) -> str:
+    """The sentence for a name that is no IANA time zone: the close one when there is ("Europe/Berln"), else
+    examples."""
+    close = difflib.get_close_matches(name, sorted(available_timezones()), n=1, cutoff=0.8)
+    hint = f"did you mean {close[0]!r}?" if close else "e.g. Europe/Berlin, America/New_York, UTC"
+    return f"unknown IANA time zone {name!r} ({hint})"
 
 
 def semantic_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from assistant_framework.config import ConfigError, load_config_detailed
+from assistant_framework.config.checks import unknown_zone
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import created_workspace
 from messaging_llm_bot.channels.setup import ChannelSetup, channel_setups, default_flags
@@ -42,16 +43,12 @@ class Wizard(Step):
         if self.a.timezone is not None:
             zone = self.a.timezone
             if not valid_zone(zone):
-                raise SetupError(f"unknown IANA time zone {zone!r} (e.g. Europe/Berlin, America/New_York, UTC)")
+                raise SetupError(unknown_zone(zone))
         else:
             zone = self._ask_until(
                 "Your time zone (IANA name)",
                 default,
-                lambda z: (
-                    None
-                    if valid_zone(z)
-                    else f"unknown IANA time zone {z!r} (e.g. Europe/Berlin, America/New_York, UTC)"
-                ),
+                lambda z: None if valid_zone(z) else unknown_zone(z),
             )
         self.io.say(f"Time zone: {zone}.")
         self.settings.append(("runtime.timezone", zone))
