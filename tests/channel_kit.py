@@ -2406,7 +2406,8 @@ class KitDrivers:
     media: Callable[[pytest.FixtureRequest, bytes], None] | None = None
     #: The owner asks for the file the send_file skill sends: the bytes of each file that arrived.
     file_out: Callable[[pytest.FixtureRequest], list[bytes]] | None = None
-    #: A reminder due in a guest's chat and a collector's notice: {"owner": [...], "guest": [...]} once both came.
+    #: A reminder due in a guest's chat and a collector's notice: {"owner": [...], "guest": [...]} once both came
+    #: (the channel's reminders looked for every tests/waiting.py REMINDER_POLL_SECONDS, not the product's 30 s).
     notices: Callable[[pytest.FixtureRequest], dict[str, list[str]]] | None = None
     #: The channel started with the owner and an allowed guest: their two chats (``GuestChats``).
     guests: Callable[[pytest.FixtureRequest], GuestChats] | None = None
