@@ -147,7 +147,7 @@ def test_a_copied_example_reply_after_skills_says_what_the_skills_did(tmp_path, 
 
 
 def test_a_time_zone_typo_gets_the_zone_meant(tmp_path, chat_server):
-    """"Europe/Berln" typed at setup's question (or given as a flag, or set in the config) was refused with
+    """ "Europe/Berln" typed at setup's question (or given as a flag, or set in the config) was refused with
     examples only; like a config key's typo it now names the zone meant. Nothing is written."""
     config = example_config(tmp_path)
     workspace = tmp_path / "ws"

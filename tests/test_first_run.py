@@ -53,9 +53,11 @@ def test_no_model_server_says_what_was_tried_and_the_chat_still_starts(example: 
         term.wait_for("Run the setup now? [Y/n] ")
         told = term.output
         assert "No model server answered" in told and f"runner 'local': cannot reach the model server at {url}" in told
-        assert "`make setup` finds your model server" in told
+        # The folders in use are named: `make setup` alone would set up config/, not this one.
+        setup = f"make setup CONFIG={example} WORKSPACE={ws.root}"
+        assert f"`{setup}` finds your model server" in told and f"writes it to {example / 'local'}/." in told
         term.type("n\r")
-        term.wait_for("run `make setup` when the model server is ready")
+        term.wait_for(f"run `{setup}` when the model server is ready")
         term.wait_for("you> ")
         term.type("\x04")
         assert term.proc.wait(30) == 0

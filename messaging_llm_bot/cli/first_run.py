@@ -69,9 +69,10 @@ def unreachable_runners(runners: list[JsonObject], *, timeout: float = 3.0) -> l
     return problems
 
 
-def no_model_server_text(problems: list[str]) -> str:
-    """What was tried, what else answers on this machine, and what to run."""
+def no_model_server_text(problems: list[str], config: str = "config", workspace: str = "workspace") -> str:
+    """What was tried, what else answers on this machine, and what to run (for these folders)."""
     from messaging_llm_bot.llm.probe import LOCAL_SERVERS, find_local_servers
+    from messaging_llm_bot.ops.setup.answers import make_paths
 
     lines = ["No model server answered, so messages would get no answer. Tried:"]
     lines += [f"  {problem}" for problem in problems] or ["  (no model runner is configured: llm.runners)"]
@@ -85,8 +86,8 @@ def no_model_server_text(problems: list[str]) -> str:
         lines.append(f"Nothing answers on the usual local ports either ({ports}).")
         lines.append("Start one (e.g. `ollama serve`, then `ollama pull qwen3:8b`), or use a hosted one.")
     lines.append(
-        "`make setup` finds your model server (or takes its address and key), checks it with a test turn and "
-        "writes it to config/local/."
+        f"`make setup{make_paths(config, workspace)}` finds your model server (or takes its address and key), checks "
+        f"it with a test turn and writes it to {Path(config) / 'local'}/."
     )
     return "\n".join(lines)
 
@@ -100,7 +101,7 @@ def setup_ran_and_passed(runtime: BotRuntime, args: argparse.Namespace) -> bool:
     problems = unreachable_runners(runners)
     if problems is None:
         return False
-    print(no_model_server_text(problems), file=sys.stderr, flush=True)
+    print(no_model_server_text(problems, args.config, args.workspace), file=sys.stderr, flush=True)
     if not Path(args.config).is_dir():  # setup writes the local layer of a config directory
         print(f"(setup needs a config directory; {args.config} is a file)", file=sys.stderr)
         return False
@@ -113,10 +114,12 @@ def offer_setup(config: str, workspace: str, ask: Callable[[str], str] = input) 
         reply = ask("Run the setup now? [Y/n] ").strip().lower()
     except EOFError:
         return None
+    from messaging_llm_bot.ops.setup.answers import Answers, make_paths
+
     if reply not in ("", "y", "yes"):
-        print("The chat starts anyway; run `make setup` when the model server is ready.", file=sys.stderr)
+        later = f"make setup{make_paths(config, workspace)}"
+        print(f"The chat starts anyway; run `{later}` when the model server is ready.", file=sys.stderr)
         return None
-    from messaging_llm_bot.ops.setup.answers import Answers
     from messaging_llm_bot.ops.setup.dialog import SetupError
     from messaging_llm_bot.ops.setup.wizard import Wizard
 

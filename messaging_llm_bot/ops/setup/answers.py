@@ -106,6 +106,14 @@ def system_timezone() -> str:
     return "UTC"
 
 
+def make_paths(config: str | Path, workspace: str | Path) -> str:
+    """What a ``make`` command a hint names needs for these folders: nothing for the defaults, else
+    `` CONFIG=... WORKSPACE=...`` (``make setup`` alone would set up ``config/``, not the one in use)."""
+    if str(config) == "config" and str(workspace) == "workspace":
+        return ""
+    return f" CONFIG={config} WORKSPACE={workspace}"
+
+
 def valid_zone(name: str) -> bool:
     """Whether ``name`` is an IANA time zone this machine knows."""
     try:

@@ -8,7 +8,7 @@ from assistant_framework.hints import CLI
 from assistant_framework.workspace import created_workspace
 from messaging_llm_bot.channels.setup import ChannelSetup, channel_setups, default_flags
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS
-from messaging_llm_bot.ops.setup.answers import Answers, Current, system_timezone, valid_zone
+from messaging_llm_bot.ops.setup.answers import Answers, Current, make_paths, system_timezone, valid_zone
 from messaging_llm_bot.ops.setup.dialog import Dialog, SetupError, Step
 from messaging_llm_bot.ops.setup.model import ModelSteps
 
@@ -99,9 +99,7 @@ class Wizard(Step):
         files = sorted(set(self.a.written))
         self.io.say("Written (git-ignored, private): " + ", ".join(files))
         self.io.say(f"Workspace: {self.a.workspace}")
-        paths = ""
-        if str(self.a.config) != "config" or str(self.a.workspace) != "workspace":
-            paths = f" CONFIG={self.a.config} WORKSPACE={self.a.workspace}"
+        paths = make_paths(self.a.config, self.a.workspace)
         self.io.say(
             f"Next: `make run{paths}` starts the bot"
             + (f" in {' and '.join(reached)}" if reached else "")
