@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import sys
+from pathlib import Path
 
 from assistant_framework.workspace import Workspace
 from tests.cli_inprocess import run_cli
@@ -86,18 +87,9 @@ def test_a_failed_skill_is_said_once_in_the_terminal_chat(tmp_path, chat_server,
     'birthdays' failed: ValueError: ..."), seen at once with a small model that leaves an argument out."""
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     chat_server.enqueue('{"skill": "boom", "args": {}}', '{"reply": "It did not work."}')
-    argv = [sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config)]
-    term = Terminal([*argv, "--workspace", str(Workspace(tmp_path / "ws").root)])
-    try:
-        term.wait_for("you> ")
-        term.type("go\r")
-        term.wait_for("It did not work.")
-        assert "… skill boom failed: RuntimeError: kaput" in term.output
-        assert "failed: skill" not in term.output
-        term.type("\x04")
-        assert term.proc.wait(30) == 0
-    finally:
-        term.close()
+    shown = at_a_terminal(config, tmp_path / "ws", "go", "It did not work.", "--frontend", "console")
+    assert "… skill boom failed: RuntimeError: kaput" in shown
+    assert "failed: skill" not in shown
 
 
 def test_make_run_without_a_token_at_a_terminal_says_once_that_this_is_the_terminal_chat(
@@ -106,15 +98,25 @@ def test_make_run_without_a_token_at_a_terminal_says_once_that_this_is_the_termi
     """``make run`` at a terminal with no Telegram token (also right after a setup that skipped Telegram): it said
     "To chat in this terminal instead: `make chat`. Starting the terminal chat instead." (start what is starting)."""
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
-    argv = [sys.executable, "-m", "messaging_llm_bot", "--config", str(config)]  # no --frontend: as make run
-    term = Terminal([*argv, "--workspace", str(Workspace(tmp_path / "ws").root)])
+    shown = at_a_terminal(config, tmp_path / "ws")  # no --frontend: as make run
+    assert "No Telegram bot token is configured, so this is the terminal chat" in shown
+    assert "`make setup` adds Telegram" in shown
+    assert "instead" not in shown
+
+
+def at_a_terminal(config: Path, workspace: Path, typed: str = "", until: str = "", *args: str) -> str:
+    """The bot on a pseudo-terminal with ``args``: at its prompt ``typed`` is sent and ``until`` awaited, then
+    Ctrl-D; what it showed."""
+    argv = [sys.executable, "-m", "messaging_llm_bot", *args, "--config", str(config)]
+    term = Terminal([*argv, "--workspace", str(Workspace(workspace).root)])
     try:
         term.wait_for("you> ")
-        assert "No Telegram bot token is configured, so this is the terminal chat" in term.output
-        assert "`make setup` adds Telegram" in term.output
-        assert "instead" not in term.output
+        if typed:
+            term.type(typed + "\r")
+            term.wait_for(until)
         term.type("\x04")
         assert term.proc.wait(30) == 0
+        return term.output
     finally:
         term.close()
 
