@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from messaging_llm_bot.channels.contract import Capabilities
-from messaging_llm_bot.conversation.commands import NOTHING_TO_STOP_TEXT, STOPPING_TEXT
+from messaging_llm_bot.conversation.commands import NOTHING_TO_STOP_TEXT, STOPPING_TEXT, owner_only_text
 from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
 from tests import preload
 from tests.console_harness import TypedLines
@@ -782,6 +782,9 @@ def _guests_on_slack(request: pytest.FixtureRequest) -> GuestChats:
 
     def chat(user: str) -> Chat:
         def send(text: str) -> None:
+            if text.startswith("/"):  # a command comes as the app's registered slash command (slash.py)
+                assert slack.deliver_command(slack.slash(user, text)).status_code == 200
+                return
             assert slack.deliver(slack.dm(user, text)).status_code == 200
 
         return Chat(send, lambda: [m["text"] for m in slack.posted(slack.add_user(user))])
@@ -827,7 +830,9 @@ class _GuestCase:
         self, channel: str, request: pytest.FixtureRequest, chat_server, workspace
     ) -> None:
         """Only the owner's own one-to-one chat sees the owner's data (``TurnMessage.owner_chat``): a guest's turn
-        gets no owner context, the owner's next turn does; each reply goes to the chat it answers."""
+        gets no owner context, the owner's next turn does; each reply goes to the chat it answers; where the
+        channel takes commands, the guest's owner-only one is refused (``ChannelIntake.command``'s
+        ``owner_data``)."""
         from tests.waiting import wait_until
 
         if channel not in GUESTS:
@@ -839,11 +844,15 @@ class _GuestCase:
         wait_until(lambda: "Hello guest. END" in chats.guest.replies(), 30, "the guest's reply")
         chats.owner.send("hello again")
         wait_until(lambda: "Hello owner. END" in chats.owner.replies(), 30, "the owner's reply")
+        if channel in COMMAND_CHATS:  # an owner-only command from the guest: refused, by no model
+            chats.guest.send("/jobs")
+            refused = owner_only_text("jobs")
+            wait_until(lambda: any(refused in text for text in chats.guest.replies()), 30, "/jobs refused")
         guest_turn, owner_turn = (json.dumps(r["messages"]) for r in chat_server.chat_requests)
         assert "who else" in guest_turn and OWNER_SECRET not in guest_turn
         assert "hello again" in owner_turn and OWNER_SECRET in owner_turn  # the owner's chat: their context
-        assert not [text for text in chats.owner.replies() if "guest" in text]
-        assert not [text for text in chats.guest.replies() if "owner" in text]
+        assert not [text for text in chats.owner.replies() if "Hello guest" in text]
+        assert not [text for text in chats.guest.replies() if "Hello owner" in text]
 
 
 # -- a message the platform delivers again: answered once ----------------------------------------------------

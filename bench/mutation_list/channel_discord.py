@@ -45,4 +45,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an allowed guest's own DM is taken for the owner's chat: their turns see the owner's context and memory",
         KIT_SLACK_DISCORD,
     ),
+    Mutation(
+        "discord-guest-owner-commands",
+        f"{BOT}/channels/discord/intake.py",
+        "say, owner=owner, owner_data=owner, decline=decline)",
+        "say, owner=owner, owner_data=True, decline=decline)",
+        "an allowed guest's owner-only command (/jobs, /stats, /model) is answered with the owner's data",
+        KIT_SLACK_DISCORD,
+    ),
 )

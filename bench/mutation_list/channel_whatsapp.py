@@ -85,4 +85,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a message the inbox could not store is answered 200: Meta never sends it again, it is lost",
         KIT_TELEGRAM_SIGNAL_WHATSAPP,
     ),
+    Mutation(
+        "whatsapp-guest-owner-commands",
+        "messaging_llm_bot/channels/whatsapp/intake.py",
+        "say, owner=owner, owner_data=owner, decline=decline)",
+        "say, owner=owner, owner_data=True, decline=decline)",
+        "an allowed guest's owner-only command (/jobs, /stats, /model) is answered with the owner's data",
+        KIT_TELEGRAM_SIGNAL_WHATSAPP,
+    ),
 )
