@@ -6,12 +6,17 @@ import json
 import os
 import stat
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
+import requests
+
+from assistant_framework.traces import TraceStore, new_trace_id
 from assistant_framework.workspace import Workspace
 from tests.cli_inprocess import run_cli
 from tests.console_harness import Terminal, run_bot, write_config
 from tests.setup_runs import example_config
+from tests.web_site import WEB_TOKEN, start_site
 
 
 def test_what_a_skill_saved_is_recalled_in_a_new_conversation_at_once(tmp_path, chat_server, test_skills_dir):
@@ -87,9 +92,10 @@ def test_a_failed_skill_is_said_once_in_the_terminal_chat(tmp_path, chat_server,
     'birthdays' failed: ValueError: ..."), seen at once with a small model that leaves an argument out."""
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     chat_server.enqueue('{"skill": "boom", "args": {}}', '{"reply": "It did not work."}')
-    shown = at_a_terminal(config, tmp_path / "ws", "go", "It did not work.", "--frontend", "console")
-    assert "… skill boom failed: RuntimeError: kaput" in shown
-    assert "failed: skill" not in shown
+    _, screen = at_a_terminal(config, tmp_path / "ws", "go", "It did not work.", "--frontend", "console")
+    # The screen, not the raw output: the line editor redraws only what changed of a line.
+    assert "… skill boom failed: RuntimeError: kaput" in screen, screen
+    assert not [line for line in screen if "failed: skill" in line], screen
 
 
 def test_make_run_without_a_token_at_a_terminal_says_once_that_this_is_the_terminal_chat(
@@ -98,15 +104,15 @@ def test_make_run_without_a_token_at_a_terminal_says_once_that_this_is_the_termi
     """``make run`` at a terminal with no Telegram token (also right after a setup that skipped Telegram): it said
     "To chat in this terminal instead: `make chat`. Starting the terminal chat instead." (start what is starting)."""
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
-    shown = at_a_terminal(config, tmp_path / "ws")  # no --frontend: as make run
+    shown, _ = at_a_terminal(config, tmp_path / "ws")  # no --frontend: as make run
     assert "No Telegram bot token is configured, so this is the terminal chat" in shown
     assert "`make setup` adds Telegram" in shown
     assert "instead" not in shown
 
 
-def at_a_terminal(config: Path, workspace: Path, typed: str = "", until: str = "", *args: str) -> str:
+def at_a_terminal(config: Path, workspace: Path, typed: str = "", until: str = "", *args: str) -> tuple[str, list[str]]:
     """The bot on a pseudo-terminal with ``args``: at its prompt ``typed`` is sent and ``until`` awaited, then
-    Ctrl-D; what it showed."""
+    Ctrl-D; what it printed (escapes taken out) and the lines its screen showed at the end."""
     argv = [sys.executable, "-m", "messaging_llm_bot", *args, "--config", str(config)]
     term = Terminal([*argv, "--workspace", str(Workspace(workspace).root)])
     try:
@@ -116,9 +122,9 @@ def at_a_terminal(config: Path, workspace: Path, typed: str = "", until: str = "
             term.wait_for(until)
         term.type("\x04")
         assert term.proc.wait(30) == 0
-        return term.output
     finally:
         term.close()
+    return term.output, term.lines_shown()
 
 
 def test_a_copied_example_reply_after_skills_says_what_the_skills_did(tmp_path, chat_server, test_skills_dir):
@@ -162,3 +168,20 @@ def test_a_time_zone_typo_gets_the_zone_meant(tmp_path, chat_server):
     assert set_it.returncode == 2 and "(did you mean 'Europe/Berlin'?)" in set_it.stderr, set_it.stderr
     far = run_cli("config", "set", "runtime.timezone", "Mars/Olympus", "--config", str(config))
     assert far.returncode == 2 and "(e.g. Europe/Berlin, America/New_York, UTC)" in far.stderr, far.stderr
+
+
+def test_the_usage_page_says_how_many_requests_the_server_reported_no_usage_for(tmp_path):
+    """The web page's Usage said "model requests 19, prompt tokens 4495" where llama.cpp's server had reported
+    usage for 4 of the 19 (the streamed ones carry none): the sums were a quarter of the truth, unsaid."""
+    site = start_site(tmp_path)
+    try:
+        no_usage = {"round": 1, "model": "test-model", "elapsed_s": 0.5, "usage": {}, "messages": []}
+        TraceStore(site.workspace).write(
+            {"id": new_trace_id(), "time": datetime.now(timezone.utc).isoformat(), "requests": [no_usage, no_usage]}
+        )
+        usage = requests.get(f"{site.base}/api/usage", headers={"Authorization": f"Bearer {WEB_TOKEN}"}).json()
+        assert usage["total"]["requests"] == 3 and usage["total"]["unreported"] == 2
+        page = requests.get(f"{site.base}/usage", headers={"Authorization": f"Bearer {WEB_TOKEN}"}).text
+        assert "<dd>3 (2 the server reported no usage for: their tokens are not counted here)</dd>" in page
+    finally:
+        site.close()
