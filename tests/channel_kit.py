@@ -10,9 +10,10 @@ where the channel declares it can edit, else arrives as one message (the termina
 photo reaches the vision runner and a file is saved as sent and named to the model (where ``media_in`` has them); a
 restart mid-turn leaves the message to the next start, which answers it once. A file the send_file skill sends
 arrives once, as it is in the workspace. A due reminder reaches the chat it was set in and a collector's notice only
-the owner (conversation/notices.py). A message the same person sends while the model works follows the busy mode
-(steer and interrupt: one turn answers both; queue: two turns in order). A typed /help gets the shared answer and
-reaches no model; /stop ends the running turn at once and is answered (where the channel takes commands).
+the owner (conversation/notices.py); a job's run is answered once in the owner's chat. A message the same person
+sends while the model works follows the busy mode (steer and interrupt: one turn answers both; queue: two turns in
+order). A typed /help gets the shared answer and reaches no model; /stop ends the running turn at once and is
+answered (where the channel takes commands).
 
 Each case is a method of ``ChannelKit``, parametrized by ``channel``; a channel's drivers are in the tables below
 (APPROVE, CHAT, ...), put there for a new channel by its own ``tests/kit_<name>.py`` (``register``, found by the
@@ -2133,6 +2134,87 @@ class _BusyCase:
         assert [r for r in chat.replies() if "answer to" in r] == expected  # and nothing more came
 
 
+# -- a scheduled job: its run answered once in the owner's chat -----------------------------------------------
+
+
+def _jobs_on_matrix(request: pytest.FixtureRequest) -> Chat:
+    """The owner's direct room known from before this start (the state file), as after their first message."""
+    from messaging_llm_bot.channels.matrix.state import StateFile
+    from tests.waiting import wait_until
+
+    world, workspace = _matrix_world(request), request.getfixturevalue("workspace")
+    room = world.direct_room()
+    StateFile(workspace).update(owner_room=room)
+    request.getfixturevalue("start_matrix")()
+    wait_until(lambda: world.joined(room), timeout=20, what="the bot to join the owner's direct room")
+    return Chat(lambda text: world.owner.send(room, text), lambda: list(world.owner.texts(room, world.bot.user_id)))
+
+
+def _jobs_on_whatsapp(request: pytest.FixtureRequest) -> Chat:
+    """The owner has not written (the 24-hour window is closed): the run goes out as the template."""
+    from tests.whatsapp_harness import OWNER, TEMPLATE
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")(
+        patch=lambda config: config["whatsapp"].update(template={"name": TEMPLATE})
+    )
+
+    def shown() -> list[str]:
+        parameters = [
+            m["payload"]["template"]["components"][0]["parameters"]
+            for m in graph.sent(OWNER)
+            if m["type"] == "template"
+        ]
+        return [*graph.texts(OWNER), *(one[0]["text"] for one in parameters)]
+
+    return Chat(lambda text: graph.user_text(OWNER, text), shown)
+
+
+def _owner_chat_of_busy(channel: str) -> Callable[[pytest.FixtureRequest], Chat]:
+    def chat(request: pytest.FixtureRequest) -> Chat:
+        busy = BUSY[channel](request, "steer")
+        return Chat(busy.send, busy.replies)
+
+    return chat
+
+
+#: The owner's chat on a started channel for the job case, where its busy driver's is not it.
+JOB_CHATS: dict[str, Callable[[pytest.FixtureRequest], Chat]] = {
+    "matrix": _jobs_on_matrix,
+    "whatsapp": _jobs_on_whatsapp,
+}
+
+
+class _JobCase:
+    """A job run."""
+
+    def test_a_job_made_without_a_chat_runs_once_in_the_owners_chat(
+        self, channel: str, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        """A job due when the channel starts, made without a chat (by hand, by the CLI): the one scheduler hands
+        its run to the home channel, the only one configured here, which answers it in the owner's chat through
+        its inbox (``ChannelJobs.start``: ``ChannelIntake.start_job``), once."""
+        from datetime import datetime, timedelta, timezone
+
+        from assistant_framework.inbox import Inbox
+        from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+        from tests.waiting import wait_until
+
+        made = (datetime.now(timezone.utc) - timedelta(minutes=60, seconds=10)).isoformat(timespec="seconds")
+        job = {"id": "kitjob", "name": "kitjob", "every_minutes": 60, "created_at": made, "message": "Water the plants"}
+        workspace.write_json(JOBS_FILE, [job])
+        chat = JOB_CHATS.get(channel, _owner_chat_of_busy(channel))(request)  # the channel started
+        wait_until(lambda: any("Water the plants" in text for text in chat.replies()), 30, "the job's run")
+
+        def outcomes() -> list[object]:
+            return [line.get("outcome") for line in workspace.read_jsonl(RUNS_FILE)]
+
+        wait_until(lambda: outcomes() == ["delivered"], 15, "the run's line")
+        wait_until(lambda: not Inbox(workspace).pending(), 15, "the run's item completed")
+        assert sum("Water the plants" in text for text in chat.replies()) == 1
+        assert not chat_server.chat_requests  # a message job is no model call
+
+
 # -- what a channel sends unasked: a reminder to the chat it was set in, a collector's notice to the owner --------
 
 GUEST_TG, GUEST_SIG = 2, "+15551110002"  # an allowed user who is not the owner (signal_harness.FRIEND)
@@ -2424,6 +2506,8 @@ class KitDrivers:
     again: Callable[[pytest.FixtureRequest], RepeatingChat] | None = None
     #: The owner's chat on the running channel, which the case stops and starts again (``RestartingChat``).
     held: Callable[[pytest.FixtureRequest], RestartingChat] | None = None
+    #: The owner's chat on the started channel for the job case, when its busy driver's (``busy``) is not it.
+    job_chat: Callable[[pytest.FixtureRequest], Chat] | None = None
     commands: bool = True  # its busy chat takes typed commands (the COMMANDS case); else why not in ``skips``
     skips: typing.Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -2436,6 +2520,8 @@ def register(name: str, drivers: KitDrivers) -> None:
         MEDIA[name] = drivers.media
     if drivers.file_out is not None:
         FILE_OUT[name] = drivers.file_out
+    if drivers.job_chat is not None:
+        JOB_CHATS[name] = drivers.job_chat
     told: list[tuple[str, dict[str, typing.Any], dict[str, str], object]] = [
         ("STRANGERS", STRANGERS, NO_STRANGERS, drivers.strangers),
         ("TOLD_THEIR_ID", TOLD_THEIR_ID, NOT_TOLD_THEIR_ID, drivers.told_their_id),
@@ -2472,6 +2558,7 @@ class ChannelKit(
     _RestartCase,
     _BusyCase,
     _NoticesCase,
+    _JobCase,
     _CommandCase,
 ):
     """Every case of the kit, each on every channel of ``channels``. A test module runs the kit on its group of

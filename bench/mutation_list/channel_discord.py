@@ -53,4 +53,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an allowed guest's owner-only command (/jobs, /stats, /model) is answered with the owner's data",
         KIT_SLACK_DISCORD,
     ),
+    Mutation(
+        "discord-job-runs-dropped",
+        f"{BOT}/channels/discord/service.py",
+        "                start=intake.intake.start_job,",
+        "                start=lambda item: None,",
+        "a scheduled job's run handed to the channel is never answered (the owner's jobs stop arriving)",
+        KIT_SLACK_DISCORD,
+    ),
 )
