@@ -774,12 +774,19 @@ def _guests_on_whatsapp(request: pytest.FixtureRequest) -> GuestChats:
     return GuestChats(chat(OWNER), chat(guest))
 
 
+def _with_guest(request: pytest.FixtureRequest, channel: str, owner: str, guest: str) -> typing.Any:
+    """The team chat's fake (``<channel>_api``) with the guest's DM, and the channel started allowing both."""
+    api = request.getfixturevalue(f"{channel}_api")
+    api.add_user(guest)
+    request.getfixturevalue(f"start_{channel}")(patch=lambda config: config[channel].update(allowed=[owner, guest]))
+    return api
+
+
 def _guests_on_slack(request: pytest.FixtureRequest) -> GuestChats:
     from tests.slack_harness import OWNER
 
-    slack, guest = request.getfixturevalue("slack_api"), "U0GUEST001"
-    slack.add_user(guest)
-    request.getfixturevalue("start_slack")(patch=lambda config: config["slack"].update(allowed=[OWNER, guest]))
+    guest = "U0GUEST001"
+    slack = _with_guest(request, "slack", OWNER, guest)
 
     def chat(user: str) -> Chat:
         def send(text: str) -> None:
@@ -796,9 +803,8 @@ def _guests_on_slack(request: pytest.FixtureRequest) -> GuestChats:
 def _guests_on_discord(request: pytest.FixtureRequest) -> GuestChats:
     from tests.discord_harness import OWNER
 
-    discord, guest = request.getfixturevalue("discord_api"), "80351110224678999"
-    discord.add_user(guest)
-    request.getfixturevalue("start_discord")(patch=lambda config: config["discord"].update(allowed=[OWNER, guest]))
+    guest = "80351110224678999"
+    discord = _with_guest(request, "discord", OWNER, guest)
 
     def chat(user: str) -> Chat:
         return Chat(
