@@ -198,5 +198,12 @@ def test_every_channel_runs_the_kit_in_exactly_one_module() -> None:
         assert len(kits) == 1, path.name
         groups[path.name] = kits[0].channels
     every = [channel for channels in groups.values() for channel in channels]
-    assert sorted(every) == sorted(CHANNELS) == sorted(channel_names()), groups
+    registry = set(channel_names())
+    missing = sorted(registry - set(CHANNELS))
+    assert not missing, f"no kit drivers for {missing}: tests/kit_<name>.py registers them (docs/channels.md, step 9)"
+    missing = sorted(registry - set(every))
+    assert not missing, f"the kit runs in no module for {missing}: tests/test_channel_kit_<name>.py (step 9)"
+    twice = sorted({channel for channel in every if every.count(channel) > 1})
+    assert not twice, f"the kit runs twice for {twice}: {groups}"
+    assert sorted(every) == sorted(CHANNELS) == sorted(registry), groups  # and no channel the registry lacks
     assert all(groups.values()), groups
