@@ -6,7 +6,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 CONFIG ?= config
 WORKSPACE ?= workspace
 
-.PHONY: run chat setup doctor test file-costs check lint test-model model-server install clean synapse
+.PHONY: run chat setup doctor test file-costs check lint test-model model-server serve-model install clean synapse
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +93,11 @@ $(MODEL_STAMP): $(DEV_STAMP)
 
 model-server: $(MODEL_STAMP)
 	$(PY) -m tests.real_model fetch
+
+# That server in the foreground on 127.0.0.1:8080 (llama.cpp's usual port, which `make setup` looks at) until
+# Ctrl-C: a model server to try the assistant with when there is none. SmolLM2-135M is for a first look only.
+serve-model: model-server
+	$(PY) -m tests.real_model serve 8080
 
 test-model: model-server
 	ASSISTANT_MODEL_TESTS=1 $(PY) -m pytest -m model -p no:cacheprovider -q

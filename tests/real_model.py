@@ -96,13 +96,14 @@ class RealModelServer:
         log_path: Path | None = None,
         verbose: bool = False,
         chat_format: str = "chatml",
+        port: int | None = None,
     ) -> None:
         self.model = model or model_path()
         self.chat_format = chat_format
         self.verbose = verbose
         self.n_ctx = n_ctx
         self.threads = int(os.environ.get("ASSISTANT_MODEL_THREADS") or threads)
-        self.port = free_port()
+        self.port = port or free_port()
         self.log_path = log_path
         self._proc: subprocess.Popen | None = None
         self._log = None
@@ -111,8 +112,9 @@ class RealModelServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self, timeout: float = 180.0) -> "RealModelServer":
-        cmd = [
+    def command(self) -> list[str]:
+        """The server's command line."""
+        return [
             sys.executable,
             "-m",
             "llama_cpp.server",
@@ -135,11 +137,18 @@ class RealModelServer:
             "--verbose",
             str(self.verbose),
         ]
+
+    @staticmethod
+    def environment() -> dict[str, str]:
+        """OpenMP threads spin while they wait; on a shared, loaded machine that starved the server
+        (0.4 tokens/s). Passive waiting costs little when the cores are free."""
+        return {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+
+    def start(self, timeout: float = 180.0) -> "RealModelServer":
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        # OpenMP threads spin while they wait; on a shared, loaded machine that starved the server
-        # (0.4 tokens/s). Passive waiting costs little when the cores are free.
-        env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self._proc = subprocess.Popen(
+            self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=self.environment()
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -177,9 +186,36 @@ class RealModelServer:
         return {"name": "real", "base_url": self.base_url, "model": MODEL_NAME, "timeout_seconds": 600, **extra}
 
 
-if __name__ == "__main__":  # python -m tests.real_model fetch
+def serve(port: int) -> int:
+    """The server in the foreground on 127.0.0.1:``port`` until Ctrl-C (``make serve-model``): a model server to
+    try the assistant with when there is none (llama.cpp's usual port 8080 is one ``make setup`` looks at)."""
+    if (why := missing_reason()) is not None:
+        print(f"{why}: run `make model-server` first", file=sys.stderr)
+        return 2
+    server = RealModelServer(port=port)
+    print(
+        f"SmolLM2-135M serving at {server.base_url} as {MODEL_NAME!r} (Ctrl-C stops it); `make setup` finds it. "
+        "A model this small is for a first look only: it picks the right skill in about half the cases.",
+        flush=True,
+    )
+    proc = subprocess.Popen(server.command(), env=server.environment())
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:  # at a terminal the server got the same Ctrl-C; a SIGINT to this process alone not
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        return 0
+
+
+if __name__ == "__main__":  # python -m tests.real_model fetch | serve [PORT]
     if sys.argv[1:] == ["fetch"]:
         print(fetch_model())
+    elif sys.argv[1:2] == ["serve"] and len(sys.argv) <= 3 and all(a.isdigit() for a in sys.argv[2:]):
+        sys.exit(serve(int(sys.argv[2]) if len(sys.argv) == 3 else 8080))
     else:
-        print("usage: python -m tests.real_model fetch", file=sys.stderr)
+        print("usage: python -m tests.real_model fetch | serve [PORT]", file=sys.stderr)
         sys.exit(2)

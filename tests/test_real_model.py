@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import subprocess
+import sys
 
 import pytest
+import requests
 
 from assistant_framework.memory import MemoryService
 from assistant_framework.skills import SkillManager
@@ -19,7 +23,11 @@ from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.llm.structured import protocol_schema
 from messaging_llm_bot.protocol import parse_model_output
 from messaging_llm_bot.runtime import BackgroundModel
-from tests.real_model import RealModelServer
+from tests.cli_inprocess import run_cli
+from tests.console_harness import REPO
+from tests.real_model import MODEL_NAME, RealModelServer, free_port
+from tests.setup_runs import example_config
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(900)]
 
@@ -30,6 +38,36 @@ def real_server(tmp_path_factory):
     server.start()
     yield server
     server.stop()
+
+
+def test_serve_model_is_a_server_setup_finds_and_takes(tmp_path):
+    """``make serve-model`` (``python -m tests.real_model serve PORT``): the model in the foreground, a server
+    setup's test turn passes against; Ctrl-C ends it. ``make model-server`` only builds and fetches."""
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "w") as out:
+        served = subprocess.Popen(
+            [sys.executable, "-m", "tests.real_model", "serve", str(port)], cwd=REPO, stdout=out, stderr=out
+        )
+    try:
+        base = f"http://127.0.0.1:{port}/v1"
+        wait_until(lambda: _answers(f"{base}/models"), timeout=180, what="the served model")
+        assert f"SmolLM2-135M serving at {base}" in log.read_text()
+        config, ws = example_config(tmp_path), tmp_path / "ws"
+        flags = ("--no-telegram", "--base-url", base, "--timezone", "UTC")
+        setup = run_cli("setup", "--yes", "--config", str(config), "--workspace", str(ws), *flags)
+        assert setup.returncode == 0, setup.stderr
+        assert "Test turn:" in setup.stdout and f"Model: {MODEL_NAME} at {base}." in setup.stdout
+    finally:
+        served.send_signal(signal.SIGINT)
+        assert served.wait(30) == 0, log.read_text()[-2000:]
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
 
 
 def _builtin_schema(tmp_path) -> dict:
