@@ -141,9 +141,12 @@ def test_a_copied_example_reply_after_skills_says_what_the_skills_did(tmp_path, 
         '{"skill": "add", "args": {"a": 2, "b": 3}}',
         '{"reply": "It is 5."}',
         '{"reply": "<text for the user>"}',
+        '{"skill": "reminders", "args": {"action": "add", "in_minutes": 1}}',
+        '{"reply": "..."}',
     )
     args = ["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")]
-    proc = run_bot(args, "remember Anna: 14 March\nbreak it\nadd 2 and 3\nSet a reminder in 1 minute\n")
+    typed = "remember Anna: 14 March\nbreak it\nadd 2 and 3\nSet a reminder in 1 minute\nremind me in 1 minute\n"
+    proc = run_bot(args, typed)
     assert proc.returncode == 0, proc.stderr
     replies = [block for block in proc.stdout.split("\n\n") if block.strip()]
     assert replies == [
@@ -151,6 +154,8 @@ def test_a_copied_example_reply_after_skills_says_what_the_skills_did(tmp_path, 
         'The model wrote no answer of its own (only "..."). What it did: boom failed: RuntimeError: kaput.',
         "It is 5.",
         'The model wrote no answer of its own (only "<text for the user>").',
+        # A skill's ValueError is its sentence about the arguments: no Python class name for the user.
+        "The model wrote no answer of its own (only \"...\"). What it did: reminders failed: action 'add' needs text.",
     ], proc.stdout
 
 

@@ -39,6 +39,13 @@ def stopped_reply(turn: TurnRecord) -> str:
     return f"{turn.shown.rstrip()}\n\n{note}" if turn.shown.strip() else note
 
 
+def error_for_user(skill: str, error: str) -> str:
+    """A skill's error as the user reads it beside the skill's name: the skill manager's "skill 'x' failed: "
+    (which the model needs, the user sees the name already) left out, and "ValueError: " (what a skill raises for
+    arguments it cannot use: "action 'add' needs text"); another exception keeps its name (a bug's clue)."""
+    return error.removeprefix(f"skill {skill!r} failed: ").removeprefix("ValueError: ")
+
+
 @dataclass
 class SkillCallRecord:
     """One skill call of a turn: what was asked, what the gate decided and how it ended.
@@ -59,10 +66,9 @@ class SkillCallRecord:
     repeated: bool = False  # the same write already ran in this turn: not run again
 
     def outcome(self) -> str:
-        """How the call ended, for the user: "saved to notes/x.md", "done" or "failed: <why>" (the skill manager's
-        "skill 'x' failed: " left out: the skill is named beside it)."""
+        """How the call ended, for the user: "saved to notes/x.md", "done" or "failed: <why>"."""
         if self.error:
-            return "failed: " + self.error.removeprefix(f"skill {self.skill!r} failed: ")
+            return "failed: " + error_for_user(self.skill, self.error)
         return f"saved to {self.saved_to}" if self.saved_to else "done"
 
     def as_dict(self) -> JsonObject:

@@ -17,7 +17,7 @@ from typing import TextIO
 from assistant_framework.inbox import InboxItem
 from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.agent.guard import ApprovalRequest
-from messaging_llm_bot.agent.turn import AgentEvent
+from messaging_llm_bot.agent.turn import AgentEvent, error_for_user
 from messaging_llm_bot.channels.console.extras import LiveReply
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.approvals import ALLOWANCE, Answer, ReplyApprovals
@@ -67,10 +67,8 @@ def progress_line(event: AgentEvent) -> str | None:
     if event.kind == "skill_call":
         return f"… running skill {event.data.get('skill')}"
     if event.kind == "skill_result" and not event.data.get("ok"):
-        skill = event.data.get("skill")
-        # The error the model reads names the skill ("skill 'x' failed: ..."): said once here.
-        summary = str(event.data.get("summary")).removeprefix(f"skill {skill!r} failed: ")
-        return f"… skill {skill} failed: {summary}"
+        skill = str(event.data.get("skill"))
+        return f"… skill {skill} failed: {error_for_user(skill, str(event.data.get('summary')))}"
     return None
 
 
