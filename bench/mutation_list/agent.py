@@ -446,4 +446,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         equivalent="unreachable from a chat: only a private chat's turn takes messages (joinable), and there the "
         "one sender is the turn's; kept as the second wall (conversation/busy.py checks the sender too)",
     ),
+    # -- the first day (tests/test_first_day.py) ---------------------------------------------------------
+    Mutation(
+        "recall-waits-for-the-refresh",
+        f"{BOT}/agent/memory.py",
+        "            self.memory.index_files(turn.saved_to)",
+        "            pass",
+        "a note a skill saved is not recalled in the next conversation until the idle refresh (never in a busy chat)",
+        ("test_first_day.py",),
+    ),
+    Mutation(
+        "placeholder-reply-shown",
+        f"{BOT}/agent/rounds.py",
+        "    if reply in PLACEHOLDER_REPLIES:",
+        "    if False:",
+        'a small model\'s copied example ("...") is the answer the user reads',
+        ("test_first_day.py",),
+    ),
 )

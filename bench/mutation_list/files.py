@@ -183,4 +183,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "restored files keep the archive's 0644/0755",
         BACKUP,
     ),
+    Mutation(
+        "new-workspace-warns",
+        f"{AF}/workspace/private.py",
+        "    if changed and new:",
+        "    if False:",
+        "a fresh clone's first start warns that other users could read the workspace it just made",
+        ("test_first_day.py",),
+    ),
 )

@@ -152,4 +152,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "after a restart, the owner's own facts are stored marked as outside content",
         MEMORY_JOURNAL,
     ),
+    Mutation(
+        "extracted-facts-wait-for-the-refresh",
+        f"{AF}/memory/service.py",
+        "                    self.index.index_files([FACTS_FILE])",
+        "                    pass",
+        "facts taken from a chat are not recalled in the next conversation until the idle refresh",
+        ("test_memory_background.py",),
+    ),
 )
