@@ -80,11 +80,14 @@ def test_setup_first_then_the_bot_make_the_clones_workspace_private_without_a_wa
     setup = run_cli("setup", "--yes", "--config", str(config), "--workspace", str(workspace), *flags)
     assert setup.returncode == 0, setup.stderr
     assert "files and folders private" not in setup.stdout + setup.stderr
+    assert f"Workspace: {workspace} (created now, empty)\n" in setup.stdout  # said as the bot says it
     assert stat.S_IMODE((workspace / "README.md").stat().st_mode) == 0o600
     assert stat.S_IMODE(workspace.stat().st_mode) == 0o700
     proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(workspace)], "")
     assert proc.returncode == 0, proc.stderr
     assert "files and folders private" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr
+    again = run_cli("setup", "--yes", "--config", str(config), "--workspace", str(workspace), *flags)
+    assert again.returncode == 0 and f"Workspace: {workspace}\n" in again.stdout, again.stdout
 
 
 def test_a_failed_skill_is_said_once_in_the_terminal_chat(tmp_path, chat_server, test_skills_dir):

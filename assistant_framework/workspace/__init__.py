@@ -23,6 +23,7 @@ from assistant_framework.workspace.files import (
     Workspace,
     created_workspace,
     existing_workspace,
+    is_workspace,
 )
 from assistant_framework.workspace.paths import WorkspacePathError
 
@@ -35,4 +36,5 @@ __all__ = [
     "atomic_write_bytes",
     "created_workspace",
     "existing_workspace",
+    "is_workspace",
 ]

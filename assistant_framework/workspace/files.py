@@ -51,13 +51,18 @@ class NotAWorkspaceError(WorkspacePathError):
 WORKSPACE_MARKER = "state"
 
 
+def is_workspace(root: str | os.PathLike[str]) -> bool:
+    """Whether ``root`` holds a workspace already (its ``state/`` folder is there)."""
+    return (Path(root).expanduser() / WORKSPACE_MARKER).is_dir()
+
+
 def existing_workspace(root: str | os.PathLike[str]) -> Workspace:
     """Open a workspace that already exists; raise NotAWorkspaceError for any other folder.
 
     Only the bot and ``assistant setup`` create workspaces; every other command uses this.
     """
     path = Path(root).expanduser()
-    if not (path / WORKSPACE_MARKER).is_dir():
+    if not is_workspace(path):
         raise NotAWorkspaceError(
             f"{root}: not a workspace (no {WORKSPACE_MARKER}/ folder in it). Check --workspace; "
             f"`make run` or `{CLI} setup` creates a new one."
@@ -69,7 +74,7 @@ def created_workspace(root: str | os.PathLike[str]) -> Workspace:
     """Open the workspace at ``root``, creating it when there is none (only the bot and ``assistant setup`` do),
     its files and folders private: a new one silently (what was in the folder is no data of the assistant's,
     as a fresh clone's ``workspace/`` with its tracked README), one in use before with a warning."""
-    new = not (Path(root).expanduser() / WORKSPACE_MARKER).is_dir()
+    new = not is_workspace(root)
     workspace = Workspace(root)
     make_workspace_private(workspace.root, new=new)
     return workspace

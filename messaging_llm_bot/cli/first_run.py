@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assistant_framework.json_types import JsonObject
-from assistant_framework.workspace import WORKSPACE_MARKER
+from assistant_framework.workspace import is_workspace as workspace_exists
 
 if TYPE_CHECKING:
     from messaging_llm_bot.runtime import BotRuntime
@@ -27,7 +27,7 @@ DEFAULT_WORKSPACE = "workspace"
 
 def is_workspace(path: str | Path) -> bool:
     """Whether ``path`` holds a workspace already (the bot's ``state/`` folder is in it)."""
-    return (Path(path).expanduser() / WORKSPACE_MARKER).is_dir()
+    return workspace_exists(path)
 
 
 def is_default_workspace(path: str | Path) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from assistant_framework.config import ConfigError, load_config_detailed
 from assistant_framework.config.checks import unknown_zone
 from assistant_framework.hints import CLI
-from assistant_framework.workspace import created_workspace
+from assistant_framework.workspace import created_workspace, is_workspace
 from messaging_llm_bot.channels.setup import ChannelSetup, channel_setups, default_flags
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS
 from messaging_llm_bot.ops.setup.answers import Answers, Current, make_paths, system_timezone, valid_zone
@@ -91,14 +91,16 @@ class Wizard(Step):
             except ConfigError as exc:
                 raise SetupError(f"cannot write {key}: {exc}") from None
             self.a.written.append(str(file))
+        new = not is_workspace(self.a.workspace)
         created_workspace(self.a.workspace)  # setup is one of the commands that creates a workspace
-        self._say_next(channels.reached)
+        self._say_next(channels.reached, new)
         return 0
 
-    def _say_next(self, reached: list[str]) -> None:
+    def _say_next(self, reached: list[str], new_workspace: bool) -> None:
         files = sorted(set(self.a.written))
         self.io.say("Written (git-ignored, private): " + ", ".join(files))
-        self.io.say(f"Workspace: {self.a.workspace}")
+        # A new one is said to be new, as the bot says it: a --workspace typo is seen at once.
+        self.io.say(f"Workspace: {self.a.workspace}" + (" (created now, empty)" if new_workspace else ""))
         paths = make_paths(self.a.config, self.a.workspace)
         self.io.say(
             f"Next: `make run{paths}` starts the bot"
