@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import sys
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -193,3 +194,31 @@ def test_the_usage_page_says_how_many_requests_the_server_reported_no_usage_for(
         assert "<dd>3 (2 the server reported no usage for: their tokens are not counted here)</dd>" in page
     finally:
         site.close()
+
+
+def test_a_streamed_answer_longer_than_the_terminal_is_wide_goes_on_showing(tmp_path, chat_server, test_skills_dir):
+    """The line an answer is writing is drawn with the prompt, which does not wrap: at 80 columns the answer stood
+    still after "word12" until its line ended (a paragraph of a real model: most of the answer's time)."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    llm = json.loads((config / "llm.json").read_text())
+    (config / "llm.json").write_text(json.dumps({**llm, "stream": True}))
+    held = threading.Event()
+    words = " ".join(f"word{i}" for i in range(60))
+    chat_server.enqueue({"content": json.dumps({"reply": words}), "chunk_gate": lambda i: i == 40 and held.wait(30)})
+    argv = [sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config)]
+    term = Terminal([*argv, "--workspace", str(Workspace(tmp_path / "ws").root)])
+    try:
+        term.wait_for("you> ")
+        term.type("go\r")
+        # Held after 39 words: past the first row of 80 columns (13 words).
+        term.wait_shown(lambda shown: any("word30" in line for line in shown), "the answer past its first row")
+        assert not any("word59" in line for line in term.lines_shown())
+        held.set()
+        term.wait_shown(lambda shown: any(line.endswith("58 word59") for line in shown), "the whole answer")
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        held.set()
+        term.close()
+    shown = "".join(line for line in term.lines_shown() if line.startswith(("word", " word")) or "word" in line)
+    assert shown.count("word59") == 1, term.lines_shown()

@@ -22,7 +22,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output.vt100 import Vt100_Output
 from prompt_toolkit.patch_stdout import StdoutProxy
-from prompt_toolkit.utils import is_dumb_terminal
+from prompt_toolkit.utils import get_cwidth, is_dumb_terminal
 
 from assistant_framework.workspace.private import make_private_dirs, private_file
 
@@ -135,8 +135,28 @@ class _LineEnds(io.TextIOBase):
 
     def prompt(self) -> str:
         """The prompt's text; once a line is read (drawn as it stays), without the line begun: drawn above the
-        next prompt, or printed once ended."""
-        return f"{self.begun}\n{PROMPT}" if self.begun and not self.app.is_done else PROMPT
+        next prompt, or printed once ended. The line begun is cut into rows of the terminal's width: the prompt
+        does not wrap it, so a streamed answer stood still at the screen's right edge until its line ended."""
+        if not self.begun or self.app.is_done:
+            return PROMPT
+        return f"{in_rows(self.begun, self.app.output.get_size().columns)}\n{PROMPT}"
+
+
+def in_rows(text: str, width: int) -> str:
+    """``text`` (one line) cut into rows of at most ``width`` terminal columns (a wide character takes two), as the
+    terminal wraps a printed line."""
+    rows: list[str] = []
+    row: list[str] = []
+    used = 0
+    for char in text:
+        columns = get_cwidth(char)
+        if used + columns > width and row:
+            rows.append("".join(row))
+            row, used = [], 0
+        row.append(char)
+        used += columns
+    rows.append("".join(row))
+    return "\n".join(rows)
 
 
 class _StaysRaw(Vt100Input):
