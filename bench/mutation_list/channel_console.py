@@ -93,9 +93,17 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "console-line-begun-not-shown",
         f"{BOT}/channels/console/extras.py",
-        '        return f"{self.begun}\\n{PROMPT}" if self.begun and not self.app.is_done else PROMPT',
-        "        return PROMPT",
+        "        if not self.begun or self.app.is_done:",
+        "        if True:",
         "the answer's line not ended yet is not shown while it streams: the answer appears a line at a time",
         ("test_console_tty.py",),
+    ),
+    Mutation(
+        "streamed-line-not-wrapped",
+        f"{BOT}/channels/console/extras.py",
+        'return f"{in_rows(self.begun, self.app.output.get_size().columns)}\\n{PROMPT}"',
+        'return f"{self.begun}\\n{PROMPT}"',
+        "a streamed answer stands still at the terminal's right edge until its line ends",
+        ("test_first_day.py",),
     ),
 )
