@@ -42,6 +42,30 @@ def test_what_a_skill_saved_is_recalled_in_a_new_conversation_at_once(tmp_path, 
     assert "(notes, " in recalled and "fourteenth of March" in recalled
 
 
+def test_a_fact_forgotten_is_no_longer_recalled_in_the_next_conversation(tmp_path, chat_server, test_skills_dir):
+    """The neighbour of the case above: a fact added, recalled in a new conversation; forgotten, it was still
+    recalled in the next one until the index's refresh (the skill says "removed from facts/facts.json")."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    (config / "memory.json").write_text(json.dumps({"enabled": True, "extract_facts": False}))
+    (config / "policy.json").write_text(json.dumps({"capabilities": {"delete": "allow"}}))
+    add = {"action": "add", "subject": "Anna", "attribute": "birthday", "value": "fourteenth of March"}
+    chat_server.enqueue(
+        json.dumps({"skill": "facts", "args": add}),
+        '{"reply": "Saved."}',
+        json.dumps({"skill": "facts", "args": {"action": "forget", "id": "f1"}}),
+        '{"reply": "Forgotten."}',
+        '{"reply": "I do not know."}',
+    )
+    typed = "remember Anna birthday\n/new\nforget Anna birthday f1\n/new\nwhen is Anna birthday?\n"
+    args = ["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")]
+    proc = run_bot(args, typed)
+    assert proc.returncode == 0, proc.stderr
+    assert "Forgotten." in proc.stdout and "I do not know." in proc.stdout, proc.stdout
+    forget, asked = (r["messages"][-1]["content"] for r in chat_server.chat_requests[2:5:2])
+    assert "fourteenth of March" in forget.split("[Recalled memory", 1)[-1]  # recalled while it was there
+    assert "fourteenth of March" not in asked, asked
+
+
 def test_the_first_start_in_a_fresh_clone_makes_the_workspace_private_without_a_warning(
     tmp_path, chat_server, test_skills_dir
 ):

@@ -450,7 +450,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "recall-waits-for-the-refresh",
         f"{BOT}/agent/memory.py",
-        "            self.memory.index_files(turn.saved_to)",
+        "            self.memory.index_files(turn.touched)",
         "            pass",
         "a note a skill saved is not recalled in the next conversation until the idle refresh (never in a busy chat)",
         ("test_first_day.py",),

@@ -15,7 +15,7 @@ from assistant_framework.skills import OUTSIDE_LABEL, PreparedCall, SkillContext
 from assistant_framework.skills.spec import missing_service
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import CallGate, GateResult, touches_untrusted
-from messaging_llm_bot.agent.honesty import is_write_call, saved_location
+from messaging_llm_bot.agent.honesty import is_write_call, named_paths, saved_location
 from messaging_llm_bot.agent.outside import TURN, OutsideSource, why_text
 from messaging_llm_bot.agent.turn import AgentEvent, Emit, SkillCallRecord, TurnRecord
 from messaging_llm_bot.protocol import SkillCall, format_skill_error, format_skill_result, unknown_skill_hint
@@ -168,6 +168,7 @@ class CallRunner:
         if is_write_call(skill.capabilities, args):
             turn.writes_done[call.key()] = result.text()
             turn.wrote_memory = True
+            turn.touched.extend(named_paths(result.value))
             where_saved = saved_location(result.value)
             if where_saved:
                 turn.saved_to.append(where_saved)

@@ -32,6 +32,7 @@ READ_ACTIONS = frozenset(
     }
 )
 _PATH_IN_TEXT = re.compile(r"\b(?:to|in|into)\s+'?([\w.@+-]+(?:/[\w.@+-]+)+)'?")
+_ANY_PATH = re.compile(r"(?<![\w/:.])([\w.@+-]+(?:/[\w.@+-]+)+)")
 
 
 def is_write_call(capabilities: list[str] | None, args: Any) -> bool:
@@ -45,15 +46,22 @@ def is_write_call(capabilities: list[str] | None, args: Any) -> bool:
 def saved_location(value: Any) -> str | None:
     """Where a skill result says it wrote: a ``path``/``file`` field, or "... to notes/x.md" in text."""
     if isinstance(value, dict):
-        for key in ("path", "file", "saved_to"):
-            where = value.get(key)
-            if isinstance(where, str) and where:
-                return where
+        return next(iter(named_paths(value)), None)
     if isinstance(value, str):
         match = _PATH_IN_TEXT.search(value[:500])
         if match:
             return match.group(1).rstrip(".,:;")
     return None
+
+
+def named_paths(value: Any) -> list[str]:
+    """Every workspace path a write call's result names ("saved to facts/facts.json", "removed from notes/x.md",
+    a ``path`` field): the files it changed, as far as it says."""
+    if isinstance(value, dict):
+        return [where for key in ("path", "file", "saved_to") if isinstance(where := value.get(key), str) and where]
+    if isinstance(value, str):
+        return [match.rstrip(".,:;") for match in _ANY_PATH.findall(value[:500])]
+    return []
 
 
 def honest_reply(reply: str, saved_to: list[str], wrote_memory: bool) -> str:

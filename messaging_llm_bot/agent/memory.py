@@ -139,15 +139,16 @@ class TurnMemory:
             log.exception("memory %s signal failed", "turn_started" if started else "turn_finished")
 
     def index_saved(self, turn: TurnRecord) -> None:
-        """The files the turn's skills saved to are searchable from the next turn on: "remember ...", /new and
-        the question came before the index's periodic refresh, which waits for a minute without background work.
-        Not for a turn that keeps its memory apart (a served client's: its skills write elsewhere)."""
-        if self.memory is None or not turn.saved_to or not turn.extract_facts:
+        """The files the turn's skills changed are searchable as they are now from the next turn on: "remember
+        ...", /new and the question came before the index's periodic refresh, which waits for a minute without
+        background work (and a fact forgotten was still recalled). Not for a turn that keeps its memory apart (a
+        served client's: its skills write elsewhere)."""
+        if self.memory is None or not turn.touched or not turn.extract_facts:
             return
         try:
-            self.memory.index_files(turn.saved_to)
+            self.memory.index_files(turn.touched)
         except Exception:  # the periodic refresh picks them up later; the answer must not wait for it
-            log.exception("memory: indexing %s after turn %s failed", turn.saved_to, turn.trace_id)
+            log.exception("memory: indexing %s after turn %s failed", turn.touched, turn.trace_id)
 
     def after_turn(self, turn: TurnRecord, result: TurnResult) -> None:
         """Queue the facts of an answered turn (an untrusted turn's facts are stored marked); none from a turn

@@ -121,6 +121,7 @@ class TurnRecord:
     requests: list[RequestEntry] = field(default_factory=list)
     skill_calls: list[SkillCallRecord] = field(default_factory=list)
     saved_to: list[str] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)  # the files write calls named (indexed as the turn ends)
     wrote_memory: bool = False
     recalled: list[Hit] = field(default_factory=list)
     sizes: dict[str, object] = field(default_factory=dict)
