@@ -275,3 +275,32 @@ def test_one_chat_gets_half_the_searches_and_new_sessions_share_it(start_bot, fa
     fake.send_message("search mine", user_id=1, chat_id=1)
     fake.wait_for(lambda: "owner done" in texts(fake, 1), timeout=30)
     assert searx.requests[-1].params["q"] == "mine"  # the whole (10) is not spent: the owner's share is there
+
+
+def test_turned_off_web_search_is_not_offered_and_a_call_naming_it_sends_nothing(workspace, searx) -> None:
+    def offered(section: dict | None) -> bool:
+        manager = SkillManager.from_config({} if section is None else {"search": section}, workspace)
+        return "web_search" in {entry["name"] for entry in manager.catalog()}
+
+    assert offered(None) and offered({"backend": "searxng"}) and offered({"enabled": True})  # on by default
+    assert not offered({"enabled": False, "backend": "searxng", "url": searx.url})
+    result = search(workspace, {"enabled": False, "backend": "searxng", "url": searx.url}, {"query": "orsay"})
+    assert not result.ok and "web search is turned off (search.enabled: false)" in str(result.error)
+    assert searx.requests == []
+
+
+def test_through_the_bot_turned_off_web_search_is_not_in_the_prompt(start_bot, fake, chat_server, searx) -> None:
+    """``search.enabled: false`` (a machine offline on purpose): the model is not offered web_search, so its
+    description and schema cost no prompt, and a search the model names anyway reaches no backend."""
+
+    def patch(config: dict) -> None:
+        config["search"] = {"enabled": False, "backend": "searxng", "url": searx.url}
+        config["policy"] = {"skills": {"web_search": "allow"}}
+
+    start_bot(config_patch=patch)
+    chat_server.enqueue(json.dumps({"skill": "web_search", "args": {"query": "orsay"}}), '{"reply": "No search."}')
+    fake.send_message("when does the Musée d'Orsay open?")
+    fake.wait_for(lambda: "No search." in texts(fake), timeout=30)
+    prompt = str(chat_server.chat_requests[0]["messages"][0]["content"])
+    assert "\n- web: " in prompt and "web_search" not in prompt
+    assert searx.requests == []

@@ -20,6 +20,7 @@ from pathlib import Path
 from jsonschema.protocols import Validator
 
 from assistant_framework.agentskills.library import AgentSkillLibrary
+from assistant_framework.config.defaults import default_of
 from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.json_types import JsonObject
 from assistant_framework.plugin_import import LoadOnce, forget_module
@@ -67,13 +68,20 @@ def value_text(value: object) -> str:
 
 
 def config_is_set(config: Mapping[str, object], dotted: str) -> bool:
-    """True when ``dotted`` (``"mail.smtp.host"``) names a value in ``config`` that is not empty."""
+    """True when ``dotted`` (``"mail.smtp.host"``, ``"search.enabled"``) names a value that is neither empty nor
+    false: the one in ``config``, else the key's documented default (``search.enabled`` is on unless turned off;
+    a key no record documents is unset)."""
+    path = tuple(dotted.split("."))
     value: object = config
-    for part in dotted.split("."):
+    for part in path:
         if not isinstance(value, Mapping) or part not in value:
-            return False
+            try:
+                value = default_of(path)
+            except KeyError:
+                return False
+            break
         value = value[part]
-    return value not in (None, "", [], {})
+    return value is not False and value not in (None, "", [], {})
 
 
 def truncate_text(text: str, limit: int) -> tuple[str, bool]:
@@ -285,7 +293,8 @@ class SkillManager:
         return [name for name in self.names() if self.offered(self.skills[name])]
 
     def offered(self, skill: Skill) -> bool:
-        """True unless the skill needs a config key (``REQUIRES_CONFIG``) that the loaded config leaves unset."""
+        """True unless the skill needs a config key (``REQUIRES_CONFIG``) that the loaded config leaves unset or
+        turns off."""
         return not skill.requires_config or config_is_set(self.default_context.config, skill.requires_config)
 
     def unserved(self, services: Collection[str]) -> frozenset[str]:

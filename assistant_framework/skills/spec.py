@@ -13,8 +13,9 @@ A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
   an action it does not name is narrowed by the gate from its words (``read``, ``delete``, ``add``...).
 - ``TIMEOUT_SECONDS: float`` (optional): over the runtime's ``skill_timeout_seconds``.
 - ``REQUIRES_CONFIG: str`` (optional): a dotted config key (``"calendar.url"``); the skill is offered to the
-  model (``SkillManager.catalog``) only when that key is set to a non-empty value, so a skill for a service
-  the owner has not set up costs no prompt. A call that names it anyway runs and says what to set.
+  model (``SkillManager.catalog``) only when that key (or, left out, its documented default) is neither empty
+  nor false, so a skill for a service the owner has not set up or has turned off (``search.enabled``) costs no
+  prompt. A call that names it anyway runs and says what to set.
 - ``REQUIRES_SERVICE: str`` (optional): a ``SkillServices`` key (``"send_file"``); a turn whose host gives no
   such service (a scheduled job's run, a hook's, a served client's: no chat to send a file to) does not offer
   the skill, and a call that names it anyway is refused with ``MISSING_SERVICE``'s sentence, never run.

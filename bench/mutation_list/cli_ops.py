@@ -50,6 +50,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         MCP_CLI,
     ),
     Mutation(
+        "doctor-offline-search-fails",
+        f"{BOT}/ops/doctor/services.py",
+        '    if section.backend == "duckduckgo":',
+        "    if False:",
+        "on a machine without internet the shipped config's DuckDuckGo fails the doctor (exit 1)",
+        DOCTOR_SERVICES,
+    ),
+    Mutation(
         "doctor-search-not-checked",
         f"{BOT}/ops/doctor/services.py",
         'if "search" in ctx.config:',

@@ -243,6 +243,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "DuckDuckGo's failure is the library's raw, cut-off text (a DNS error) with nothing to check",
         ("test_web_search.py",),
     ),
+    Mutation(
+        "search-off-still-offered",
+        "assistant_framework/skills/manager.py",
+        "    return value is not False and value not in",
+        "    return value not in",
+        "web search turned off (search.enabled: false) is still offered to the model, costing every prompt",
+        ("test_web_search.py", "test_skill_availability.py"),
+    ),
+    Mutation(
+        "search-off-still-searches",
+        "skills/web_search/__init__.py",
+        "    if not section.enabled:",
+        "    if False:",
+        "a search the model names though web search is turned off goes to the backend",
+        ("test_web_search.py",),
+    ),
     # -- the calendar skill (skills/calendar, issue 44) ---------------------------------------------------------
     Mutation(
         "calendar-guest-reaches",

@@ -27,6 +27,8 @@ ARGS_SCHEMA = {
 }
 CAPABILITIES = ["network"]
 TIMEOUT_SECONDS = 30
+#: ``search.enabled: false`` (a machine offline on purpose): not offered to the model at all.
+REQUIRES_CONFIG = "search.enabled"
 
 TITLE_CHARS = 150
 SNIPPET_CHARS = 300
@@ -110,6 +112,8 @@ def deadline(context: SkillContext | None) -> float:
 
 def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
     section = settings_of(context).search
+    if not section.enabled:
+        raise OwnWordsError("web search is turned off (search.enabled: false): the owner can turn it on again")
     query = _SPACE.sub(" ", args["query"]).strip()
     if not query:
         raise OwnWordsError("the query is empty")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assistant_framework.config.settings.fields import number, one_of, reads, text, whole
+from assistant_framework.config.settings.fields import flag, number, one_of, reads, text, whole
 from assistant_framework.config.settings.readers import HTTP_URL
 
 BACKENDS = ("searxng", "brave", "tavily", "duckduckgo")
@@ -14,6 +14,9 @@ BACKENDS = ("searxng", "brave", "tavily", "duckduckgo")
 class SearchSettings:
     """The ``search`` section (docs/skills.md, "Web search")."""
 
+    #: False: no web search at all (a machine offline on purpose): the model is not offered ``web_search``
+    #: (its ``REQUIRES_CONFIG``), a call that names it anyway is refused, and the doctor asks no backend.
+    enabled: bool = field(default=True, metadata=reads(flag))
     backend: str = field(default="duckduckgo", metadata=reads(one_of(*BACKENDS)))
     #: searxng: the owner's instance; brave/tavily: another API base (empty: the public API).
     url: str = field(default="", metadata=reads(text, pattern=HTTP_URL))

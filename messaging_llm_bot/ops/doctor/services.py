@@ -2,6 +2,9 @@
 (one search through the ``web_search`` skill itself, so the doctor sees what the model would), the speech
 server (``voice.tts``: a one-word speech) and the transcription server (``llm.transcription``: half a second of
 silence). Each is asked one minimal request; a failure is the service's own one sentence and the key to fix.
+DuckDuckGo, the search that needs nothing set up and is on unless turned off, is a warning when it fails: a
+machine without internet (a local model's normal case) works without web search, and the fix is the off switch
+(``search.enabled: false``: nothing is asked). A backend the owner set up (a SearXNG, a key) failing is a failure.
 ``--quick`` skips them (each sends a request to a server that may count it)."""
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context
+from messaging_llm_bot.channels.doctor import FAIL, OK, SKIP, WARN, Check, Context
 
 #: Seconds a service has to answer the doctor (its own timeout when that is shorter).
 PROBE_SECONDS = 10.0
 #: What the doctor searches for: an everyday word, one result.
 PROBE_QUERY = "weather"
+#: How web search is turned off (a machine offline on purpose).
+SEARCH_OFF = f"`{CLI} config set search.enabled false`"
 
 
 def check_services(ctx: Context) -> list[Check]:
@@ -40,6 +45,8 @@ def check_services(ctx: Context) -> list[Check]:
 
 def _search(ctx: Context, settings: Settings) -> Check:
     section = settings.search
+    if not section.enabled:
+        return Check("search", SKIP, "web search is off (search.enabled: false): the model is not offered web_search")
     name = f"search {section.backend}"
     quick = replace(settings, search=replace(section, timeout_seconds=min(section.timeout_seconds, PROBE_SECONDS)))
     # The check runs no skill that writes: it gets a workspace that is never created or touched.
@@ -56,12 +63,19 @@ def _search(ctx: Context, settings: Settings) -> Check:
         return Check(name, OK, f"{section.backend} answered a search for {PROBE_QUERY!r}")
     # The skill's own sentence, without the manager's frame the model reads it in.
     said = str(result.error or "the search failed").removeprefix("skill 'web_search' failed: ValueError: ")
+    if section.backend == "duckduckgo":  # the default, asked for by nobody: offline is not a broken config
+        return Check(
+            name,
+            WARN,
+            f"{said[:400]}; the assistant works without web search",
+            f"no internet on purpose? {SEARCH_OFF} turns web search off (the model is not offered it)",
+        )
     return Check(
         name,
         FAIL,
         said[:400],
         f"check what it names, or choose another backend: `{CLI} config set search.backend searxng` with "
-        "search.url (docs/skills.md, Web search)",
+        f"search.url (docs/skills.md, Web search), or turn web search off: {SEARCH_OFF}",
     )
 
 
