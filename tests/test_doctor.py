@@ -115,10 +115,11 @@ def _token_check(config: Path, workspace: Path, env: dict[str, str] | None = Non
 
 
 def test_the_token_check_says_in_one_line_why_the_bot_api_did_not_answer(servers, tmp_path: Path, monkeypatch) -> None:
-    """A page that is not JSON, the Bot API's description, an answer trickled past the deadline of the whole
-    exchange (a little before each read: whitespace before the JSON, or a header line a byte at a time), a refused
-    token, a server that is gone: one line each, naming the server, never the token, and nothing else printed
-    (python-telegram-bot logs a body that is not JSON with a traceback)."""
+    """A page that is not JSON, JSON that is not the Bot API's answer (python-telegram-bot raised a bare KeyError or
+    TypeError), the Bot API's description, an answer trickled past the deadline of the whole exchange (a little
+    before each read: whitespace before the JSON, or a header line a byte at a time), a refused token, a server that
+    is gone: one line each, naming the server, never the token, and nothing else printed (python-telegram-bot logs
+    a body that is not JSON with a traceback)."""
     from messaging_llm_bot.channels.telegram import probe
 
     monkeypatch.setattr(probe, "TIMEOUT_SECONDS", 0.5)
@@ -129,6 +130,20 @@ def test_the_token_check_says_in_one_line_why_the_bot_api_did_not_answer(servers
     faults = [
         (lambda: tg.answer_next("getMe", b"<html>Bad Gateway</html>", status=502), "answered HTTP 502, not JSON"),
         (lambda: tg.answer_next("getMe", b"<html>Welcome</html>"), "answered HTTP 200, not JSON"),
+        # JSON, but not the Bot API's answer (python-telegram-bot's KeyError: 'result', or TypeError, before)
+        (
+            lambda: tg.answer_next("getMe", b'{"ok": false, "description": "gone"}', content_type="application/json"),
+            'answered HTTP 200 with "ok": false (gone), not a result',
+        ),
+        (
+            lambda: tg.answer_next("getMe", b'{"status": "up"}', content_type="application/json"),
+            'answered HTTP 200 with JSON that is not a Bot API answer (no "ok": true and "result"): is '
+            "telegram.base_url a Bot API server?",
+        ),
+        (
+            lambda: tg.answer_next("getMe", b'{"ok": true, "result": {"id": 1}}', content_type="application/json"),
+            "answered with a result not in the Bot API's form: is telegram.base_url a Bot API server?",
+        ),
         (
             lambda: tg.fail_next("getMe", 500, "Internal Server Error: restart"),
             "answered: Internal Server Error: restart",

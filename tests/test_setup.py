@@ -182,7 +182,9 @@ def test_of_several_senders_at_a_terminal_the_one_picked_is_the_owner(fresh: Pat
     assert json.loads((fresh / "local" / "telegram.json").read_text())["allowed_user_ids"] == [OWNER]
 
 
-@pytest.mark.parametrize("fault", ["getMe not JSON", "getUpdates conflict", "getUpdates trickles"])
+@pytest.mark.parametrize(
+    "fault", ["getMe not JSON", "getMe ok false", "getUpdates conflict", "getUpdates trickles", "getUpdates odd"]
+)
 def test_a_bot_api_that_fails_setup_ends_it_with_one_line(fresh: Path, tmp_path: Path, monkeypatch, fault) -> None:
     """The token's check (getMe) and the owner's message (getUpdates) each end the setup with one line naming the
     server and never the token, within the deadline of the whole exchange; nothing is written."""
@@ -194,6 +196,19 @@ def test_a_bot_api_that_fails_setup_ends_it_with_one_line(fresh: Path, tmp_path:
         if fault == "getMe not JSON":
             tg.answer_next("getMe", b"<html>Bad Gateway</html>", status=502)
             said = f"Telegram: the Bot API at {base} answered HTTP 502, not JSON"
+        elif fault == "getMe ok false":  # a 200 that is not the Bot API's: PTB's KeyError: 'result' before
+            tg.answer_next("getMe", b'{"ok": false, "description": "no\\nsuch bot"}', content_type="application/json")
+            said = f'Telegram: the Bot API at {base} answered HTTP 200 with "ok": false (no such bot), not a result'
+        elif fault == "getUpdates odd":  # updates PTB cannot read (no update_id): its KeyError, and its log
+            tg.answer_next(
+                "getUpdates",
+                b'{"ok": true, "result": [{"update_id": 1, "message": {}}]}',
+                content_type="application/json",
+            )
+            said = (
+                f"Telegram: reading messages failed: the Bot API at {base} answered with a result not in the Bot "
+                "API's form: is telegram.base_url a Bot API server?"
+            )
         elif fault == "getUpdates conflict":
             tg.conflict_on_get_updates(True)
             said = f"Telegram: reading messages failed: the Bot API at {base} answered: Conflict: terminated by other"
