@@ -61,4 +61,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a scheduled job's run handed to the channel is never answered (the owner's jobs stop arriving)",
         KIT_SLACK_DISCORD,
     ),
+    Mutation(
+        "discord-held-refused",
+        f"{BOT}/channels/discord/intake.py",
+        "        self.intake = host.channel_intake(host.turns, hold=True, lost=_lost)",
+        "        self.intake = host.channel_intake(host.turns, lost=_lost)",
+        "a message the inbox cannot store (disk full) is refused as if the platform would send it again: the gateway"
+        " never does, so it is lost until the next start",
+        ("test_discord_catchup.py",),
+    ),
+    Mutation(
+        "discord-no-catch-up",
+        f"{BOT}/channels/discord/service.py",
+        "        if self.intake is not None and not self.stopping:",
+        "        if False:",
+        "what no gateway session delivered (written while the bot was down, held at a stop, a new session) is never"
+        " read from the channels' history: lost",
+        ("test_discord_catchup.py", *KIT_SLACK_DISCORD),
+    ),
 )

@@ -16,6 +16,11 @@ address (``ws://127.0.0.1:<port>/gateway``). What it answers, as Discord documen
   code 10003; content over 2,000 characters 400 code 50035 (``BASE_TYPE_MAX_LENGTH``); nothing to send 400 code
   50006; a file over 10 MiB 413 code 40005; ``message_reference`` to a message not in the channel 400 code
   50035. Answers the message object.
+- ``GET /channels/{id}/messages`` (Get Channel Messages): ``limit`` 1-100 (default 50, else 400 code 50035),
+  ``after`` (the ``limit`` messages right after that id) or ``before`` (the ``limit`` right before it) or neither
+  (the newest), newest first as Discord answers; more than one of ``after``/``before``/``around`` 400 code 50035
+  (``around`` itself is not modelled: 400); an unknown channel 404 code 10003. Every message of the channel, the
+  bot's own among them.
 - ``PATCH /channels/{id}/messages/{id}``: an unknown message 404 code 10008, another author's 403 code 50005,
   the same content bound. ``POST /channels/{id}/typing``: 204.
 - ``POST /interactions/{id}/{token}/callback`` (no bot token: the interaction's token): type 4, 6 or 7, an
@@ -32,9 +37,12 @@ RESUMED, an unknown session gets INVALID_SESSION (op 9). Payloads are zlib-compr
 members, sharding.
 
 The test's side: ``add_user``, ``add_channel`` (a guild text channel or a thread), ``dm(user, text)`` and
-``say(user, channel, text, mention=...)`` dispatch MESSAGE_CREATE and give the message; ``redeliver(message)``
+``say(user, channel, text, mention=...)`` dispatch MESSAGE_CREATE and give the message (``deliver=False``: kept in
+the channel's history only, as a message written while no session was connected); ``redeliver(message)``
 dispatches it once more (as after a gateway RESUME); ``click(message, custom_id, user)`` dispatches
-INTERACTION_CREATE for a button. Observing: ``posted(channel)`` the bot's messages as they show now (each with its
+INTERACTION_CREATE for a button; ``invalidate_session()`` ends the current session (its connection closed, a RESUME
+answered INVALID_SESSION: the client identifies anew, and what was dispatched meanwhile is never replayed).
+Observing: ``posted(channel)`` the bot's messages as they show now (each with its
 ``history`` of contents), ``requests``, ``identified``.
 """
 
@@ -169,6 +177,7 @@ class FakeDiscordAPI:
         app.router.add_get(f"{API}/gateway/bot", self._gateway_bot)
         app.router.add_post(f"{API}/users/@me/channels", self._open_dm)
         app.router.add_post(f"{API}/channels/{{channel_id}}/messages", self._create_message)
+        app.router.add_get(f"{API}/channels/{{channel_id}}/messages", self._list_messages)
         app.router.add_patch(f"{API}/channels/{{channel_id}}/messages/{{message_id}}", self._edit_message)
         app.router.add_post(f"{API}/channels/{{channel_id}}/typing", self._typing)
         app.router.add_post(f"{API}/interactions/{{interaction_id}}/{{token}}/callback", self._callback)
@@ -268,19 +277,36 @@ class FakeDiscordAPI:
 
     # -- the test's side: events in ------------------------------------------------------------
 
-    def dm(self, user_id: str, text: str, files: dict[str, bytes] | None = None, files_at: str = "") -> dict[str, Any]:
+    def dm(
+        self,
+        user_id: str,
+        text: str,
+        files: dict[str, bytes] | None = None,
+        files_at: str = "",
+        *,
+        deliver: bool = True,
+    ) -> dict[str, Any]:
         """``user_id`` writes ``text`` (and ``files``: name -> bytes, served by the fake's CDN, or named at another
-        address ``files_at``) to the bot's DM: MESSAGE_CREATE."""
+        address ``files_at``) to the bot's DM: MESSAGE_CREATE (``deliver=False``: in the history only)."""
         channel_id = self.add_user(user_id)
-        return self._send_in(channel_id, user_id, text, files or {}, mention=False, files_at=files_at)
+        return self._send_in(channel_id, user_id, text, files or {}, mention=False, files_at=files_at, deliver=deliver)
 
-    def say(self, user_id: str, channel_id: str, text: str, mention: bool = False) -> dict[str, Any]:
+    def say(
+        self, user_id: str, channel_id: str, text: str, mention: bool = False, *, deliver: bool = True
+    ) -> dict[str, Any]:
         """``user_id`` writes in a guild channel or thread; ``mention``: the text starts with the bot's mention."""
         self.add_user(user_id)
-        return self._send_in(channel_id, user_id, text, {}, mention)
+        return self._send_in(channel_id, user_id, text, {}, mention, deliver=deliver)
 
     def _send_in(
-        self, channel_id: str, user_id: str, text: str, files: dict[str, bytes], mention: bool, files_at: str = ""
+        self,
+        channel_id: str,
+        user_id: str,
+        text: str,
+        files: dict[str, bytes],
+        mention: bool,
+        files_at: str = "",
+        deliver: bool = True,
     ) -> dict[str, Any]:
         author = self.users[user_id]
         content = f"<@{self.bot['id']}> {text}" if mention else text
@@ -292,7 +318,8 @@ class FakeDiscordAPI:
             message = {**message, "content": "", "attachments": [], "embeds": []}  # without the intent
         with self._lock:
             self.messages.append({**message, "history": [message["content"]]})
-        self.dispatch("MESSAGE_CREATE", message)
+        if deliver:
+            self.dispatch("MESSAGE_CREATE", message)
         return message
 
     def _attachment_of(self, channel_id: str, name: str, data: bytes, files_at: str = "") -> dict[str, Any]:
@@ -375,6 +402,15 @@ class FakeDiscordAPI:
         connection = self.current.connection
         if connection is not None:
             asyncio.run_coroutine_threadsafe(connection.ws.close(code=4000), self.loop).result(10)
+
+    def invalidate_session(self) -> None:
+        """Discord ends the session: its connection closes (4000, the client tries a RESUME) and the RESUME is
+        answered INVALID_SESSION, so the client identifies anew; what the session had is never replayed."""
+        assert self.loop is not None and self.current is not None
+        session = self.current
+        self.sessions.pop(session.session_id, None)
+        if session.connection is not None:
+            asyncio.run_coroutine_threadsafe(session.connection.ws.close(code=4000), self.loop).result(10)
 
     # -- observing -------------------------------------------------------------------------
 
@@ -497,6 +533,25 @@ class FakeDiscordAPI:
         with self._lock:
             self.messages.append({**message, "history": [content]})
         return _json(message)
+
+    async def _list_messages(self, request: web.Request) -> web.Response:
+        channel_id, query = request.match_info["channel_id"], request.query
+        if channel_id not in self.channels:
+            return _error(404, 10003, "Unknown Channel")
+        limit = query.get("limit", "50")
+        if not limit.isdigit() or not 1 <= int(limit) <= 100:
+            return _invalid_form("limit", "NUMBER_TYPE_MAX", "int value should be less than or equal to 100.")
+        if sum(key in query for key in ("after", "before", "around")) > 1 or "around" in query:
+            return _invalid_form("around", "BASE_TYPE_BAD", "only one of after, before (around: not modelled)")
+        with self._lock:
+            found = sorted((m for m in self.messages if m["channel_id"] == channel_id), key=lambda m: int(m["id"]))
+        if "after" in query:
+            page = [m for m in found if int(m["id"]) > int(query["after"])][: int(limit)]
+        else:
+            if "before" in query:
+                found = [m for m in found if int(m["id"]) < int(query["before"])]
+            page = found[-int(limit) :]
+        return _json([{k: v for k, v in m.items() if k != "history"} for m in reversed(page)])
 
     async def _edit_message(self, request: web.Request) -> web.Response:
         channel_id, message_id = request.match_info["channel_id"], request.match_info["message_id"]

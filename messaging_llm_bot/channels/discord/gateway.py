@@ -22,7 +22,7 @@ INTENTS_HELP = (
 )
 
 
-def make_client(base_url: str, on_message: Callable[[discord.Message], Awaitable[None]]) -> discord.Client:
+def make_client(base_url: str, on_message: Callable[[discord.Message], Awaitable[object]]) -> discord.Client:
     """A client whose REST calls go to ``base_url``; ``on_message`` gets every message the gateway delivers."""
     import discord
 

@@ -80,7 +80,8 @@ def message_of(message: discord.Message, bot_id: int) -> DiscordMessage | None:
         )
     ):
         return None
-    direct = isinstance(message.channel, discord.DMChannel)
+    # A DM: a DMChannel from the gateway, a partial channel of the private type from the history (catchup.py).
+    direct = isinstance(message.channel, discord.DMChannel) or message.channel.type == discord.ChannelType.private
     text = message.content
     if not direct:
         if not any(user.id == bot_id for user in message.mentions):

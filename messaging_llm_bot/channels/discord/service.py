@@ -1,5 +1,6 @@
 """The Discord channel running (conversation/service.py's ChannelService): logged in, the gateway connected
-(discord.py reconnects and resumes), what a crash left answered, the job scheduler joined (job runs and reminders
+(discord.py reconnects and resumes), what a crash left answered, what was written while no gateway session was
+connected read from the channels' history (catchup.py), the job scheduler joined (job runs and reminders
 to the owner's DM), collectors' notices; a stop gives running turns ``shutdown_timeout_seconds``.
 
 Start-up refuses, with one sentence and exit code 2, a config that cannot run (no token) or a missing discord.py;
@@ -55,6 +56,8 @@ class DiscordService(ChannelService):
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.owner_dm = ""  # the owner's DM channel: jobs, reminders and notices go there
         self._gateway: asyncio.Task[None] | None = None
+        self.intake: DiscordIntake | None = None
+        self._catching_up: set[asyncio.Task[None]] = set()  # the catch-ups running (a new session each)
         self.client: discord.Client | None = None
         self.inbox: Inbox
         self.channel: DiscordChannel
@@ -83,13 +86,15 @@ class DiscordService(ChannelService):
         self.client = make_client(api_url(config), lambda message: intake.take(message))  # intake: made below
         self.channel = DiscordChannel(self.client, api_url(config), lambda: self.config.owner_id)
         self.turns = self.shutdown.turns = DiscordTurns(self.runtime, self.inbox, self.channel, lambda: self.config)
-        intake = DiscordIntake(self)
+        self.intake = intake = DiscordIntake(self)
         await intake.strangers.load()
+        await asyncio.to_thread(intake.cursor.load)
         self._gateway = await self._connect(self.client)
         await self._owner_dm(self.client)
         self.warn_if_no_one_allowed(config.allowed, "discord.allowed", "Add your user id", '["80351110224678912"]')
         log.info("discord: connected to the gateway as %s for %s", self.client.user, list(config.allowed))
         intake.intake.replay(PREFIX)  # job runs, then messages and notices oldest first
+        self._catch_up()  # then what was written while no session was connected, from the channels' history
         loop = asyncio.get_running_loop()
         await self.join_jobs(
             ChannelJobs(
@@ -116,7 +121,9 @@ class DiscordService(ChannelService):
             raise StartFailed(f"Discord cannot be reached: {type(err).__name__}") from None
         connected = asyncio.Event()
 
-        async def on_connect() -> None:
+        async def on_connect() -> None:  # each READY, a new session (after a RESUME Discord replays what it missed)
+            if connected.is_set():
+                self._catch_up()
             connected.set()
 
         client.on_connect = on_connect  # type: ignore[attr-defined]
@@ -128,6 +135,12 @@ class DiscordService(ChannelService):
             raise _gateway_failure(gateway)
         gateway.add_done_callback(self._gateway_ended)
         return gateway
+
+    def _catch_up(self) -> None:
+        if self.intake is not None and not self.stopping:
+            task = asyncio.get_running_loop().create_task(self.intake.catch_up(), name="discord-catch-up")
+            self._catching_up.add(task)
+            task.add_done_callback(self._catching_up.discard)
 
     def _gateway_ended(self, _task: asyncio.Task[None]) -> None:
         if not self.stopping:  # ended on its own (discord.py gave up): the channel stops, ``close`` says why
@@ -150,7 +163,9 @@ class DiscordService(ChannelService):
 
     async def close(self) -> None:
         """The client closed, what discord.py left running ended before the loop closes (its wait for the
-        guilds after READY); a gateway that ended on its own says why."""
+        guilds after READY); a gateway that ended on its own says why. The catch-up's cursor is written first."""
+        if self.intake is not None:
+            await self.intake.cursor.flush()
         if self.client is not None:
             await self.client.close()
         gateway = self._gateway
