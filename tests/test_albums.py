@@ -143,3 +143,22 @@ def test_the_parts_the_last_run_left_and_a_message_of_no_album_are_not_waited_fo
         return left.result(), alone.result()
 
     assert _run(scenario) == ([("L", 1), ("L", 2)], [(None, 3)])
+
+
+def test_a_turn_cancelled_as_a_part_comes_ends_at_once() -> None:
+    """The stop cancels the first part's turn in the same pass of the loop as the next part comes: the turn ends
+    cancelled, and no part is noted as answered. (``asyncio.wait_for`` returned then on Python 3.11, the cancel
+    lost: the turn waited on for the album and answered it after the stop.)"""
+    clock = Clock()
+    albums = _albums(clock)
+
+    async def scenario() -> None:
+        first = asyncio.create_task(albums.gather(("A", 1)))
+        await _settle()
+        albums.arrived(("A", 2))
+        first.cancel()
+        await _settle()
+        assert first.cancelled()
+
+    _run(scenario)
+    assert not albums.taken(("A", 2))

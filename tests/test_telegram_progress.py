@@ -162,6 +162,52 @@ def test_stop_wakes_the_edit_loop_at_once_instead_of_waiting_out_the_interval(mo
     assert not any(kind == "edit" for kind, _ in calls)  # the pending intermediate edit is dropped, not sent late
 
 
+def test_a_turn_cancelled_while_its_stop_waits_for_a_send_ends_cancelled_and_the_send_with_it(monkeypatch):
+    """A turn's end waits for the live message's send under way (its id is recorded then), but a cancel of the
+    turn meanwhile (the bot's stop gave up on it) goes on: the turn ends cancelled, the send cancelled with it.
+    (The wait swallowed it: the cancelled turn went on to record and send its reply after the stop.)"""
+    import asyncio
+    from types import SimpleNamespace
+
+    from messaging_llm_bot.channels.telegram.progress import TelegramLive
+    from messaging_llm_bot.conversation import progress as progress_mod
+    from messaging_llm_bot.conversation.progress import Progress
+
+    monkeypatch.setattr(progress_mod, "FIRST_MESSAGE_GRACE_SECONDS", 0.0)
+
+    class SilentBot(_RecordingBot):
+        """Telegram takes the live message's send and does not answer."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.sending = asyncio.Event()
+            self.send_cancelled = False
+
+        async def send_message(self, chat_id, text, **kwargs):
+            self.sending.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.send_cancelled = True
+                raise
+
+    async def scenario() -> tuple[bool, bool]:
+        bot = SilentBot()
+        p = Progress(TelegramLive(bot, 1), stream=True, edit_interval=3600.0)
+        await p.start()
+        p.on_event(SimpleNamespace(kind="delta", data={"text": "first words"}))
+        await asyncio.wait_for(bot.sending.wait(), 10)
+        stopping = asyncio.create_task(p.stop())  # the turn's end: waits for the send under way
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not stopping.done()
+        stopping.cancel()  # the bot's stop gives up on the turn
+        await asyncio.wait({stopping}, timeout=10)
+        return stopping.cancelled(), bot.send_cancelled
+
+    assert asyncio.run(scenario()) == (True, True)
+
+
 def test_a_turn_done_within_the_grace_needs_no_live_message():
     """A quick streamed answer: no stream message (the reply is then one sendMessage, not a send plus an edit)."""
     import asyncio

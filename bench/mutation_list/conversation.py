@@ -376,6 +376,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an album's turn waits a quiet while from its first part only: the parts of a slow upload become several turns",
         ("test_albums.py", "test_telegram_albums.py"),
     ),
+    Mutation(
+        "album-wait-loses-cancel",
+        f"{BOT}/conversation/albums.py",
+        "                await within(album.grew.wait(), wait)",
+        "                await asyncio.wait_for(album.grew.wait(), wait)",
+        "a stop's cancel that comes with an album's next part is lost: the turn waits on and answers after the stop",
+        ("test_albums.py",),
+    ),
+    Mutation(
+        "progress-stop-swallows-cancel",
+        f"{BOT}/conversation/progress.py",
+        "            with contextlib.suppress(TimeoutError, Exception):  # best effort",
+        "            with contextlib.suppress(TimeoutError, Exception, asyncio.CancelledError):  # best effort",
+        "a turn cancelled while its live message's send is under way goes on to record and send its reply",
+        ("test_telegram_progress.py",),
+    ),
+    Mutation(
+        "channel-sleep-loses-cancel",
+        f"{BOT}/conversation/service.py",
+        "            await within(self._stop.wait(), seconds)",
+        "            await asyncio.wait_for(self._stop.wait(), seconds)",
+        "a channel's reading task paused when the stop comes reads on: the stop waits for it for ever",
+        ("test_channel_service.py",),
+    ),
     # -- a channel's own config section found by the registry (channels/sections.py) --
     Mutation(
         "declared-section-not-found",

@@ -14,6 +14,7 @@ album's as one turn again, without waiting.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections.abc import Callable, Hashable
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from messaging_llm_bot.conversation.images import MAX_IMAGES
+from messaging_llm_bot.conversation.waits import within
 
 #: How long the first part's turn waits for another part after the last one came.
 ALBUM_QUIET_SECONDS = 1.0
@@ -91,10 +93,9 @@ class Albums(Generic[Part]):
             if wait <= 0:
                 break
             album.grew.clear()
-            try:
-                await asyncio.wait_for(album.grew.wait(), wait)
-            except TimeoutError:
-                pass
+            # ``within``: a part that comes as the turn is cancelled (the stop) does not keep the turn waiting.
+            with contextlib.suppress(TimeoutError):
+                await within(album.grew.wait(), wait)
         if self._open.get(key) is album:
             del self._open[key]  # a part that comes now starts an album of its own
         others = [one for one in album.parts if self.ident(one) != self.ident(part)]

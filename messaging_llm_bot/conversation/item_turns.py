@@ -217,6 +217,8 @@ class ItemTurns(ChannelTurns):
             if self.stopping:
                 return False
             try:
+                # asyncio's wait_for may lose a cancel that comes with the stop's wake-up (conversation/waits.py):
+                # harmless here, the turn returns False at once as the cancel would have ended it.
                 await asyncio.wait_for(self.stop_event.wait(), wait)
                 return False
             except TimeoutError:

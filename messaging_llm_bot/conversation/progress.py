@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.conversation.typing_indicator import Typing
+from messaging_llm_bot.conversation.waits import within
 
 TYPING_EVERY_SECONDS = 4.0
 # The first typing action waits this long: a reply ready sooner needs none (one platform call and its
@@ -151,7 +152,8 @@ class Progress:
                 wait = self._last_edit + self.edit_interval - time.monotonic()
             if wait > 0:
                 # Wait out the edit interval, but wake at once on stop(): the final edit must not
-                # sit behind this sleep (up to a second at the end of every streamed reply).
+                # sit behind this sleep (up to a second at the end of every streamed reply). A cancel wait_for
+                # loses with stop()'s wake-up (conversation/waits.py) ends the loop anyway: _stopping is set.
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), timeout=wait)
                 if self._stopping:
@@ -179,6 +181,7 @@ class Progress:
             self.showing_stream = streaming
 
     async def _typing(self) -> None:
+        # stop() sets _stopping before its wake-up and cancel: a cancel wait_for loses here ends the loop anyway.
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._stop.wait(), timeout=TYPING_GRACE_SECONDS)
         while not self._stopping:
@@ -199,11 +202,10 @@ class Progress:
         if self.typing is not None:
             await self.typing.stop()
         if worker is not None:
-            # Let an in-flight send finish so its message id is known (no orphan status message).
-            try:
-                await asyncio.wait_for(worker, timeout=STOP_WAIT_SECONDS)
-            except (TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - best effort
-                pass
+            # Let an in-flight send finish so its message id is known (no orphan status message). A cancel of the
+            # turn meanwhile (the bot's stop gave up on it) cancels the send and goes on: the turn ends there.
+            with contextlib.suppress(TimeoutError, Exception):  # best effort
+                await within(worker, STOP_WAIT_SECONDS)
 
     async def discard(self) -> bool:
         """Delete the live message (a status line that should not stay above the answer); False when the

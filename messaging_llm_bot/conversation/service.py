@@ -15,6 +15,7 @@ closes at the end (``close``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import threading
@@ -39,6 +40,7 @@ from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import ChannelStop, request_stop, run_own_loop, shutdown_runtime, take_lock
+from messaging_llm_bot.conversation.waits import within
 
 log = logging.getLogger(__name__)
 
@@ -181,15 +183,12 @@ class ChannelService:
             self._stop.set()
 
     async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``, or less when a stop begins. A cancel is never lost here: the stop's wake-up and the
-        cancel of a ``reading`` task come together, and ``asyncio.wait_for`` (Python 3.11) returned then, the
-        cancel swallowed, and the task read on."""
+        """Wait ``seconds``, or less when a stop begins. A cancel is never lost here (``within``): the stop's
+        wake-up and the cancel of a ``reading`` task come together, and ``asyncio.wait_for`` (Python 3.11)
+        returned then, the cancel swallowed, and the task read on."""
         assert self._stop is not None
-        stopped = asyncio.ensure_future(self._stop.wait())
-        try:
-            await asyncio.wait({stopped}, timeout=seconds)
-        finally:
-            stopped.cancel()
+        with contextlib.suppress(TimeoutError):
+            await within(self._stop.wait(), seconds)
 
     async def shutdown_requested(self) -> None:
         """Return once a stop began."""
