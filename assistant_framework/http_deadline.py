@@ -4,7 +4,9 @@
 read times out never: a header line at a time, whitespace keep-alives before a JSON body (some
 hosted model APIs do that for requests that are not streamed), comments in an event stream, or a
 body delimited by closing the connection that never closes. Such a server holds the caller as
-long as it likes. Two parts close that for every HTTP read of the bot:
+long as it likes. Two parts close that for the bot's HTTP reads made with ``requests`` (the model runners,
+embeddings, speech, transcription, the collectors' fetch, the web skill, web_search's SearXNG, Brave and
+Tavily; docs/architecture.md names the clients that do not use it):
 
 - ``Deadline``: ``with Deadline(seconds):`` around a request. Sessions from ``deadline_session``
   (or any session with a ``DeadlineAdapter`` mounted) hand the connection they use to the deadline
