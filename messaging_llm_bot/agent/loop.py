@@ -60,6 +60,7 @@ from messaging_llm_bot.agent.turn import (
     TurnRecord,
     TurnResult,
     TurnStopped,
+    answered,
     format_footer,
     stopped_reply,
     trace_of,
@@ -495,7 +496,7 @@ def _answered_by(turn: TurnRecord) -> str | None:
     footer stays as it was)."""
     if turn.chosen_runner is None:
         return None
-    return next((str(r["runner"]) for r in reversed(turn.requests) if r.get("model") and r.get("runner")), None)
+    return next((str(r["runner"]) for r in reversed(turn.requests) if answered(r) and r.get("runner")), None)
 
 
 def _emitter(on_event: Callable[[AgentEvent], None] | None) -> Emit:

@@ -280,13 +280,21 @@ def record_request(
         # The stop hung the call up (as its deadline would): not the server's failure, whatever the cut looked like.
         entry.update(
             runner=error.runner,
+            model=error.model,
             error={"kind": "stopped", "status": None, "message": turn.stop.why or "stopped by the owner"},
         )
     elif error is not None:
         entry.update(
-            runner=error.runner, error={"kind": error.kind, "status": error.status, "message": error.user_message()}
+            runner=error.runner,
+            model=error.model,
+            error={"kind": error.kind, "status": error.status, "message": error.user_message()},
         )
     turn.requests.append(entry)
+
+
+def answered(request: RequestEntry) -> bool:
+    """Whether a request of the turn record was answered (a failed one names its model too, for /stats)."""
+    return bool(request.get("model")) and not request.get("error")
 
 
 def steered_trace(box: SteerBox) -> list[JsonObject]:
@@ -296,7 +304,7 @@ def steered_trace(box: SteerBox) -> list[JsonObject]:
 
 def trace_of(turn: TurnRecord, result: TurnResult) -> TraceRecord:
     """The trace document of a finished turn."""
-    last: RequestEntry = next((r for r in reversed(turn.requests) if r.get("model")), {})
+    last: RequestEntry = next((r for r in reversed(turn.requests) if answered(r)), {})
     return {
         "id": turn.trace_id,
         "conversation": turn.conversation_id,

@@ -248,6 +248,7 @@ class LLMClient:
             try:
                 completion = self._complete_on(candidate, body, call.stream, call.on_delta, call.stop)
             except LLMError as err:
+                err.model = err.model or candidate.model
                 settle_failed_call(self.spending, candidate, err, estimate, held, later)
                 if call.stop is not None and call.stop.is_set():
                     raise  # the owner stopped the turn: no other format or runner

@@ -70,6 +70,9 @@ class LLMError(Exception):
         self.retry_after = retry_after
         self.quota = quota
         self.attempts: list[LLMError] = []
+        #: The model the failed call asked for (the runner's configured one; the client sets it): /stats counts a
+        #: stopped or failed call under it, not under "unknown".
+        self.model: str | None = None
         #: The request reached the server, which may have worked on it: the call was cut (its deadline, a
         #: stop) or broke off after a 2xx status. Its estimate is counted against the caps (llm/caps.py).
         self.sent = False

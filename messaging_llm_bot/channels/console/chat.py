@@ -106,7 +106,7 @@ def _prompt(service: ConsoleService, lines: Lines) -> None:
                 raise
             stopped = list(pending)
             _stop(service, stopped)
-            print("\n… stopping (Ctrl-C again to leave the chat)", file=service.term.stderr, flush=True)
+            print(lines.stop_line(), file=service.term.stderr, flush=True)
             continue
         text = line.strip()
         if service.asked.is_set() and service.answer_question(text) and line:

@@ -29,6 +29,7 @@ from assistant_framework.workspace.private import make_private_dirs, private_fil
 HISTORY_FILE = "state/console_history"
 HISTORY_LENGTH = 1000
 PROMPT = "you> "
+STOPPING = "… stopping (Ctrl-C again to leave the chat)"
 
 
 class LiveReply:
@@ -73,6 +74,11 @@ class PlainLines:
         except (AttributeError, OSError, ValueError):
             return False  # no descriptor: such a line waits for the answer
 
+    def stop_line(self) -> str:
+        """The line said at a Ctrl-C that stops an answer: on a line of its own, after the ``^C`` the terminal
+        showed."""
+        return "\n" + STOPPING
+
     def read(self, busy: bool) -> str:
         if self.interactive and not busy:
             print(PROMPT, end="", file=self.stdout, flush=True)
@@ -87,6 +93,7 @@ class PromptLines:
         self.session, self.raw, self.out = session, raw, out
         self._lines: collections.deque[str] = collections.deque()
         self._begun = ""
+        self._busy = False
 
     def ready(self, busy: bool) -> bool:
         return True  # the prompt is always there
@@ -94,6 +101,7 @@ class PromptLines:
     def read(self, busy: bool) -> str:
         if not self._lines:
             begun, self._begun = self._begun, ""
+            self._busy, self.session.app.erase_when_done = busy, False
             try:
                 text = self.session.prompt(self.out.prompt, default=begun)
             except KeyboardInterrupt:  # it stops an answer: what was typed stays for the next prompt
@@ -105,6 +113,18 @@ class PromptLines:
             # A byte the terminal's UTF-8 cannot decode came as a lone surrogate: U+FFFD, as such text cannot be stored.
             self._lines.extend(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").split("\n"))
         return self._lines.popleft() + "\n"
+
+    def stop_line(self) -> str:
+        """The line said at a Ctrl-C that stops an answer: the prompt is gone (``interrupt``), so it comes right
+        below the last line shown (an empty line stood between them), ending the streamed line begun first."""
+        return ("\n" if self.out.begun else "") + STOPPING
+
+    def interrupt(self, event: KeyPressEvent) -> None:
+        """Ctrl-C (prompt_toolkit's own binding, but for one thing): while an answer is written the prompt is erased
+        as it ends, not left on the screen as an empty ``you>`` line above "… stopping"; what was typed comes back
+        in the next prompt."""
+        event.app.erase_when_done = self._busy
+        event.app.exit(exception=KeyboardInterrupt(), style="class:aborting")
 
 
 #: The lines typed at the chat, one at a time ("" at the end of input): ``ready(busy)`` when one can be read now
@@ -214,4 +234,7 @@ def open_lines(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path) 
         # would become a NUL once raw mode is back, and be lost.
         raw.enter_context(session.input.raw_mode())
         out = _LineEnds(proxy, session.app)
-        yield PromptLines(session, raw, out), cast(TextIO, out)
+        lines = PromptLines(session, raw, out)
+        keys.add(Keys.ControlC)(lines.interrupt)
+        keys.add(Keys.SIGINT)(lines.interrupt)
+        yield lines, cast(TextIO, out)
