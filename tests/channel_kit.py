@@ -1169,6 +1169,136 @@ class _HeldCase:
         assert len(asked) == 2 and "held one" in asked[1], asked
 
 
+# -- a reply the platform cannot take now: kept in the inbox, sent once when the platform takes it again ------------
+
+
+@dataclasses.dataclass
+class RefusingChat(Chat):
+    """The owner's chat on a platform that can refuse the bot's sends for now (unavailable, rate limiting):
+    ``refuse`` makes it refuse every send from then on, as a platform that may take it later does, ``allow``
+    lets the sends through again, ``refused`` counts the sends it refused."""
+
+    refuse: Callable[[], object] = lambda: None
+    allow: Callable[[], object] = lambda: None
+    refused: Callable[[], int] = lambda: 0
+
+
+MANY = 10**6  # refusals queued in a fake that counts them down: "until allowed"
+
+
+def _later_on_telegram(request: pytest.FixtureRequest) -> RefusingChat:
+    """``sendMessage`` answered 502 (PTB's NetworkError: Telegram's side cannot take it now)."""
+    from tests.telegram_harness import texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")(config_patch=queued)
+    return RefusingChat(
+        fake.send_message,
+        lambda: texts(fake),
+        lambda: fake.fail_next("sendMessage", status=502, times=MANY),
+        lambda: fake.faults_left("sendMessage", clear=True),
+        lambda: MANY - fake.faults_left("sendMessage"),
+    )
+
+
+def _later_on_signal(request: pytest.FixtureRequest) -> RefusingChat:
+    """signal-cli's ``send`` answered -5 (a rate limit: transient)."""
+    from tests.fakes.signal_daemon import RpcError
+    from tests.signal_harness import OWNER
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")(patch=queued)
+    return RefusingChat(
+        lambda text: daemon.message(OWNER, text),
+        lambda: [s["message"] for s in daemon.sent_to(OWNER)],
+        lambda: daemon.send_errors.extend([RpcError(-5, "Rate limit exceeded")] * MANY),
+        daemon.send_errors.clear,
+        lambda: MANY - len(daemon.send_errors),
+    )
+
+
+def _later_on_slack(request: pytest.FixtureRequest) -> RefusingChat:
+    """``chat.postMessage`` answered 429 ``ratelimited`` with a short ``Retry-After``."""
+    from tests.slack_harness import OWNER, owner_texts
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")(patch=queued)
+
+    def send(text: str) -> None:
+        assert slack.deliver(slack.dm(OWNER, text)).status_code == 200
+
+    return RefusingChat(
+        send,
+        lambda: owner_texts(slack),
+        lambda: slack.ratelimit("chat.postMessage", MANY, 0.2),
+        lambda: slack.ratelimit("chat.postMessage", 0),
+        lambda: MANY - slack.limits.get("chat.postMessage", (MANY, 0))[0],
+    )
+
+
+def _later_on_discord(request: pytest.FixtureRequest) -> RefusingChat:
+    """``POST /channels/{id}/messages`` answered 503 (discord.py does not retry it: the channel's loop does)."""
+    from tests.discord_harness import OWNER, owner_texts
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")(patch=queued)
+    route = "POST /channels/{channel_id}/messages"
+    return RefusingChat(
+        lambda text: discord.dm(OWNER, text),
+        lambda: owner_texts(discord),
+        lambda: discord.outage(route),
+        lambda: discord.outage(route, False),
+        lambda: discord.refused,
+    )
+
+
+LATER = {
+    "telegram": _later_on_telegram,
+    "signal": _later_on_signal,
+    "slack": _later_on_slack,
+    "discord": _later_on_discord,
+}
+#: Why a channel has no driver here.
+NOT_LATER = {
+    "whatsapp": "the Graph API fake refuses no send for now yet: no driver in LATER",
+    "matrix": "Synapse refuses no send on the test's word: no driver in LATER",
+    "email": "the SMTP fake refuses no mail for now yet: no driver in LATER",
+    "webchat": "the page's reply is kept for the page to fetch: nothing refuses it",
+    "console": "the terminal prints the reply: nothing refuses it",
+}
+
+
+class _LaterCase:
+    """A reply the platform cannot take now."""
+
+    def test_a_reply_the_platform_cannot_take_now_waits_in_the_inbox_and_goes_out_once(
+        self, channel: str, request: pytest.FixtureRequest, chat_server, workspace
+    ) -> None:
+        """While the platform refuses the bot's sends for now, the reply stays in the inbox (its message not
+        completed) and is tried again; once the platform takes sends again it goes out, once, and the model was
+        asked once; the next message is answered as usual."""
+        from assistant_framework.inbox import Inbox
+        from tests.waiting import wait_until
+
+        if channel not in LATER:
+            pytest.skip(NOT_LATER[channel])
+        chat_server.enqueue(*(json.dumps({"reply": f"{word} END"}) for word in ("Later.", "pong")))
+        chat = LATER[channel](request)
+        chat.refuse()
+        chat.send("hello")
+        assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+        wait_until(lambda: chat.refused() >= 2, 30, "the send refused, and tried again")
+        assert Inbox(workspace).pending(), "the message is completed only once its reply is out"
+        assert not any("END" in text for text in chat.replies())
+        chat.allow()
+        wait_until(lambda: "Later. END" in chat.replies(), 30, "the reply once the platform takes sends again")
+        wait_until(lambda: not Inbox(workspace).pending(), 15, "the message completed")
+        chat.send("ping")
+        wait_until(lambda: "pong END" in chat.replies(), 30, "the next answer")
+        assert [text for text in chat.replies() if "END" in text] == ["Later. END", "pong END"]
+        assert len(chat_server.chat_requests) == 2, [str(r["messages"][-1])[:100] for r in chat_server.chat_requests]
+
+
 # -- a streamed reply: edits where the channel can edit, else one final message ---------------------------
 
 WORDS = [f"word{i} " for i in range(14)]
@@ -2539,6 +2669,8 @@ class KitDrivers:
     again: Callable[[pytest.FixtureRequest], RepeatingChat] | None = None
     #: The owner's chat on the running channel, which the case stops and starts again (``RestartingChat``).
     held: Callable[[pytest.FixtureRequest], RestartingChat] | None = None
+    #: The owner's chat on a platform that refuses the bot's sends for now until allowed (``RefusingChat``).
+    later: Callable[[pytest.FixtureRequest], RefusingChat] | None = None
     #: The owner's chat on the started channel for the job case, when its busy driver's (``busy``) is not it.
     job_chat: Callable[[pytest.FixtureRequest], Chat] | None = None
     commands: bool = True  # its busy chat takes typed commands (the COMMANDS case); else why not in ``skips``
@@ -2564,6 +2696,7 @@ def register(name: str, drivers: KitDrivers) -> None:
         ("GUESTS", GUESTS, NO_GUESTS, drivers.guests),
         ("AGAIN", AGAIN, NOT_AGAIN, drivers.again),
         ("HELD", HELD, NOT_HELD, drivers.held),
+        ("LATER", LATER, NOT_LATER, drivers.later),
         ("COMMANDS", COMMAND_CHATS, NO_COMMANDS, drivers.busy if drivers.commands else None),
     ]
     for label, table, why_not, driver in told:
@@ -2587,6 +2720,7 @@ class ChannelKit(
     _GuestCase,
     _AgainCase,
     _HeldCase,
+    _LaterCase,
     _StreamCase,
     _MediaInCase,
     _FileOutCase,

@@ -350,6 +350,7 @@ register(
             "GUESTS": "one user",
             "AGAIN": "a file's line is read once",
             "HELD": "a file's line is read once",
+            "LATER": "a file takes every line",
         },
     ),
 )
@@ -368,6 +369,7 @@ def test_the_contract_kit_finds_a_channels_drivers_in_a_file_of_its_own(
     tables = ("CHANNELS", "APPROVE", "CHAT", "STREAM", "RESTART", "BUSY", "STRANGERS", "NO_STRANGERS")
     tables += ("TOLD_THEIR_ID", "NOT_TOLD_THEIR_ID", "MEDIA", "FILE_OUT", "NOTICES", "NO_NOTICES")
     tables += ("COMMAND_CHATS", "NO_COMMANDS", "GUESTS", "NO_GUESTS", "AGAIN", "NOT_AGAIN", "HELD", "NOT_HELD")
+    tables += ("LATER", "NOT_LATER")
     for table in tables:  # the kit's tables as they were, after the test
         monkeypatch.setattr(channel_kit, table, dict(getattr(channel_kit, table)))
     (tmp_path / "kit").mkdir()

@@ -29,6 +29,7 @@ deleted ones removed); ``wait_for(predicate)`` and ``wait_for_messages(chat_id, 
 Faults: ``fail_next(method, status=429, ...)`` makes the next call(s) of a method fail
 (429 carries ``parameters.retry_after``, PTB raises RetryAfter; 400 BadRequest; 403 Forbidden;
 409 Conflict; 502 NetworkError); ``conflict_on_get_updates(True)`` simulates a second instance;
+``faults_left(method, clear=False)`` counts (and drops) what is left of them;
 ``answer_next(method, payload, status, content_type, trickle)`` answers the next call of a method with raw
 bytes (a page that is not JSON), or slowly (``trickle``: ``FakeHandler.deliver``); ``refuse_chat(chat_id)``
 makes every call for one chat fail for good, as for a user who blocked the bot (403 ``Forbidden: bot was
@@ -446,6 +447,15 @@ class FakeBotAPI:
             self._faults.setdefault(method.lower(), []).append(
                 {"error": ApiError(status, desc, params), "times": times}
             )
+
+    def faults_left(self, method: str, *, clear: bool = False) -> int:
+        """How many failures ``fail_next`` left for ``method`` (``clear``: and drop them: its calls work again)."""
+        with self._cond:
+            queue = self._faults.get(method.lower(), [])
+            left = sum(fault["times"] for fault in queue)
+            if clear:
+                self._faults.pop(method.lower(), None)
+            return left
 
     def answer_next(
         self,

@@ -8,7 +8,9 @@ address (``ws://127.0.0.1:<port>/gateway``). What it answers, as Discord documen
   and carries the rate-limit headers (``X-RateLimit-Limit``, ``-Remaining``, ``-Reset``, ``-Reset-After``,
   ``-Bucket``). ``ratelimit(route, times, retry_after)`` makes the next calls of ``route`` (``"POST
   /channels/{channel_id}/messages"``) answer 429 with ``{"message", "retry_after", "global": false}``,
-  ``Retry-After`` and ``Via`` (a 429 without ``Via`` is Cloudflare's ban, not a rate limit).
+  ``Retry-After`` and ``Via`` (a 429 without ``Via`` is Cloudflare's ban, not a rate limit). ``outage(route)``
+  makes every call of ``route`` answer 503 ``{"message": "503: Service Unavailable", "code": 0}`` until
+  ``outage(route, False)``; ``refused`` counts the calls it answered so.
 - ``GET /users/@me`` (the bot user), ``GET /oauth2/applications/@me``, ``GET /gateway/bot`` (``url``, ``shards``,
   ``session_start_limit``), ``POST /users/@me/channels`` (``recipient_id`` a known user, else 400 code 50035:
   the DM channel, type 1).
@@ -133,6 +135,8 @@ class FakeDiscordAPI:
         self.identified: list[dict[str, Any]] = []
         self.callbacks: list[dict[str, Any]] = []
         self.limits: dict[str, tuple[int, float]] = {}
+        self.outages: set[str] = set()  # routes answered 503 until the outage ends
+        self.refused = 0
         self.files: dict[str, bytes] = {}  # attachment path -> its bytes
         self._interactions: dict[str, dict[str, Any]] = {}  # id -> {"token", "answered"}
         self.sessions: dict[str, _Session] = {}
@@ -424,6 +428,10 @@ class FakeDiscordAPI:
     def ratelimit(self, route: str, times: int, retry_after: float) -> None:
         self.limits[route] = (times, retry_after)
 
+    def outage(self, route: str, on: bool = True) -> None:
+        """Every call of ``route`` answered 503 (Discord cannot take it now) while ``on``."""
+        (self.outages.add if on else self.outages.discard)(route)
+
     # -- REST ------------------------------------------------------------------------------
 
     @web.middleware
@@ -435,6 +443,9 @@ class FakeDiscordAPI:
         self.requests.append({"route": route, "path": request.path})
         if "/interactions/" not in request.path and request.headers.get("Authorization") != f"Bot {self.token}":
             return _error(401, 0, "401: Unauthorized")
+        if route in self.outages:
+            self.refused += 1
+            return _error(503, 0, "503: Service Unavailable")
         times, retry_after = self.limits.get(route, (0, 0.0))
         if times > 0:
             self.limits[route] = (times - 1, retry_after)
