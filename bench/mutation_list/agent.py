@@ -463,4 +463,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         'a small model\'s copied example ("...") is the answer the user reads',
         ("test_first_day.py",),
     ),
+    Mutation(
+        "tools-schemas-pretty-printed",
+        f"{BOT}/agent/prompt.py",
+        'separators=(",", ":"), ensure_ascii=False, sort_keys=True',
+        "indent=2, ensure_ascii=False, sort_keys=True",
+        '[Tools] grows by a third: "hi" with the shipped config no longer leaves half a 4,096-token context',
+        ("test_user_traps.py",),
+    ),
 )

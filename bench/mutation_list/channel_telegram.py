@@ -5,6 +5,14 @@ from __future__ import annotations
 from mutation_list.common import BOT, BUSY, TELEGRAM, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "telegram-start-drops-pending",
+        f"{BOT}/channels/telegram/bot.py",
+        "await self._at_start(bot.delete_webhook, TelegramError)",
+        "await self._at_start(lambda: bot.delete_webhook(drop_pending_updates=True), TelegramError)",
+        "messages sent before or while the bot starts are dropped unanswered",
+        ("test_user_traps.py",),
+    ),
     # -- Telegram: allowlist and owner-only commands (channels/telegram/access.py, intake.py) -------------------
     Mutation(
         "telegram-group-is-owner",

@@ -72,6 +72,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         "/status shows a friend the model, skills and collector errors",
         TELEGRAM,
     ),
+    # -- what users of other assistants meet (tests/test_user_traps.py) ----------------------------------
+    Mutation(
+        "split-cuts-inside-words",
+        f"{BOT}/conversation/markup.py",
+        "for cands in (para, line, sentence, word)]",
+        "for cands in (para, line, sentence)]",
+        "a long paragraph without a sentence end is cut at the limit, in the middle of a word",
+        ("test_user_traps.py",),
+    ),
+    Mutation(
+        "turn-pool-capped-at-eight",
+        f"{BOT}/conversation/pool.py",
+        "    return max(1, settings.llm.max_concurrency) + SKILL_ROOM",
+        "    return min(8, max(1, settings.llm.max_concurrency) + SKILL_ROOM)",
+        "past eight chats at once the turns wait for a thread, whatever llm.max_concurrency allows",
+        ("test_user_traps.py",),
+    ),
     # -- approvals, once for every channel (conversation/approvals.py, telegram/approval.py) --------------
     Mutation(
         "approval-no-counts-as-yes",

@@ -112,4 +112,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a Qwen3-Coder call with any number of parameters is read",
         FRAMING,
     ),
+    Mutation(
+        "stream-shows-template-calls",
+        f"{BOT}/protocol/stream.py",
+        "        if any(mk in head for mk in _TEMPLATE_MARKERS):",
+        "        if False:",
+        "a Qwen3-Coder call (its <function= tags inside <tool_call>) streams into the chat as it is written",
+        ("test_user_traps.py",),
+    ),
 )
