@@ -175,7 +175,7 @@ def test_a_route_whose_folder_is_missing_is_said_in_one_line_naming_both(
     build_parser.cache_clear()  # built once per process: with the registry as it is now
     try:
         (tmp_path / "config.json").write_text("{}", encoding="utf-8")
-        assert main(["config", "validate", "--config", str(tmp_path / "config.json")]) == 1
+        assert main(["config", "validate", "--config", str(tmp_path / "config.json")]) == 2  # as a config error
     finally:
         build_parser.cache_clear()
     err = capsys.readouterr().err

@@ -12,6 +12,7 @@ import pytest
 
 from assistant_framework.config import sections
 from assistant_framework.config.schema import root_schema
+from assistant_framework.config.sections import SectionError
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.allowlist import Allowlist
 from assistant_framework.config.settings.fields import Record, flag, reads, strings, text, whole
@@ -60,11 +61,15 @@ def test_a_declared_sections_record_is_read_typed_by_its_type_or_by_its_name(dec
 
 def test_a_section_that_cannot_be_declared_is_refused(declare: dict) -> None:
     declare["pager"] = NeedsHost
-    with pytest.raises(ValueError, match=r"NeedsHost \(section 'pager'\): host has no default"):
+    with pytest.raises(
+        SectionError, match=r"config section 'pager' \(tests\.test_config_sections\.NeedsHost\): host has no"
+    ):
         sections.declared()
     declare["pager"] = PagerSettings
     sections.declare(lambda: {"pager": NeedsHost})
-    with pytest.raises(ValueError, match="'pager' is declared twice"):
+    with pytest.raises(
+        SectionError, match="section 'pager' is declared twice: by tests.test_config_sections.PagerSettings and"
+    ):
         sections.declared()
 
 
@@ -77,11 +82,13 @@ class ReloadsAHost:
 
 def test_a_record_naming_no_key_of_its_own_for_reload_is_refused(declare: dict) -> None:
     declare["pager"] = ReloadsAHost
-    with pytest.raises(ValueError, match="ReloadsAHost.RELOADED_KEYS names no key of it: host"):
+    with pytest.raises(
+        SectionError, match=r"'pager' \(tests\.test_config_sections\.ReloadsAHost\): RELOADED_KEYS names host"
+    ):
         sections.declared()
 
 
 def test_a_declared_section_cannot_take_the_frameworks_own_name(declare: dict) -> None:
     declare["llm"] = PagerSettings
-    with pytest.raises(ValueError, match=r"\['llm'\] are the framework's own"):
+    with pytest.raises(SectionError, match=r"\['llm'\] are the framework's own"):
         root_schema()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from assistant_framework.config.sections import declared
+from assistant_framework.config.sections import SectionError, declared
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import Record, schema_of
 from assistant_framework.json_types import JsonSchema
@@ -36,7 +36,7 @@ def _root_schema(records: type[Record], sections: tuple[tuple[str, type[Record]]
     own = schema_of(records)["properties"]
     clash = sorted(name for name, _record in sections if name in own or name == "collectors")
     if clash:
-        raise ValueError(f"declared config sections {clash} are the framework's own (config/sections.py)")
+        raise SectionError(f"declared config sections {clash} are the framework's own (config/sections.py)")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",

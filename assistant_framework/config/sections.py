@@ -21,6 +21,11 @@ Provider = Callable[[], Mapping[str, type[Record]]]
 _providers: list[Provider] = []
 
 
+class SectionError(ValueError):
+    """A declared section the config cannot take (a plugin's mistake, not the user's config): one sentence
+    naming the section, its record and what is wrong."""
+
+
 def declare(provider: Provider) -> None:
     """Have the config read ``provider``'s sections from now on (asked each time: what it gives may change)."""
     if provider not in _providers:
@@ -28,22 +33,35 @@ def declare(provider: Provider) -> None:
 
 
 def declared() -> dict[str, type[Record]]:
-    """Every declared section's record by its name. ValueError: two records for one name, or a record with a key
-    that has no default (a section left out of the config reads as its record's defaults)."""
+    """Every declared section's record by its name. ``SectionError``: two records for one name, a record with a
+    key that has no default (a section left out of the config reads as its record's defaults), or one whose
+    ``RELOADED_KEYS`` names a key it does not have."""
     found: dict[str, type[Record]] = {}
     for provider in _providers:
         for name, record in provider().items():
             if found.get(name, record) is not record:
-                raise ValueError(f"config section {name!r} is declared twice: {found[name]!r} and {record!r}")
+                raise SectionError(
+                    f"config section {name!r} is declared twice: by {_named(found[name])} and by {_named(record)}"
+                )
             required = required_keys(record)
             if required:
-                raise ValueError(f"{record.__qualname__} (section {name!r}): {', '.join(required)} has no default")
+                raise SectionError(
+                    f"config section {name!r} ({_named(record)}): {', '.join(required)} has no default, and a "
+                    "section left out of the config reads as its record's defaults"
+                )
             keys = {part for doc in key_docs(record) for part in _prefixes(doc.key)}
             unknown = sorted(set(reloaded_keys(record)) - keys)
             if unknown:
-                raise ValueError(f"{record.__qualname__}.RELOADED_KEYS names no key of it: {', '.join(unknown)}")
+                raise SectionError(
+                    f"config section {name!r} ({_named(record)}): RELOADED_KEYS names {', '.join(unknown)}, "
+                    "no key of the record"
+                )
             found[name] = record
     return found
+
+
+def _named(record: type[Record]) -> str:
+    return f"{record.__module__}.{record.__qualname__}"
 
 
 def reloaded_keys(record: type[Record]) -> frozenset[str]:

@@ -6,6 +6,22 @@ from mutation_list.common import AGENT_SKILLS_INSTALL, BOT, DOCTOR_SERVICES, MCP
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
+        "run-registration-error-traceback",
+        f"{BOT}/cli/run.py",
+        "    except REGISTRATION_ERRORS as exc:  # the config's reading finds each registered channel's section",
+        "    except ZeroDivisionError as exc:  # the config's reading finds each registered channel's section",
+        "python -m messaging_llm_bot shows a channel's author a traceback for a Route without its folder",
+        ("test_registration_refused.py",),
+    ),
+    Mutation(
+        "run-missing-entry-traceback",
+        f"{BOT}/cli/run.py",
+        "    except REGISTRATION_ERRORS as exc:  # a channel's file the registry names",
+        "    except ZeroDivisionError as exc:  # a channel's file the registry names",
+        "a registered channel without its entry.py stops the bot's start with a traceback",
+        ("test_registration_refused.py",),
+    ),
+    Mutation(
         "mcp-list-url-with-its-secret",
         f"{BOT}/cli/mcp.py",
         '"url": url_without_secrets(server.url) if server.url else None,',

@@ -426,4 +426,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "no channel's section is declared to the config: each is an unknown section",
         DECLARED_SECTIONS,
     ),
+    Mutation(
+        "section-record-unchecked",
+        f"{BOT}/channels/sections.py",
+        "        if not (isinstance(record, type) and dataclasses.is_dataclass(record)):",
+        "        if False:",
+        "a channel's section.py without its RECORD stops every command with an AttributeError's traceback",
+        ("test_registration_refused.py",),
+    ),
 )

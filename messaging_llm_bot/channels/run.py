@@ -59,9 +59,10 @@ def web_mounts(runtime: Runtime) -> list[Mount]:
 
 def run_chat_frontends(runtime: Runtime, names: list[str]) -> int:
     """Run ``names`` until stopped (SIGINT/SIGTERM); returns the worst exit code."""
-    first, *others = names
+    others = names[1:]
     timeout = runtime.settings.runtime.shutdown_timeout_seconds
-    side = [runner_factory(name)(runtime, RunOptions(manage_runtime=False)) for name in others]
+    factories = [runner_factory(name) for name in names]  # each looked up before any starts (RegistrationError)
+    side = [factory(runtime, RunOptions(manage_runtime=False)) for factory in factories[1:]]
     codes: list[int] = []
     threads: list[threading.Thread] = []
     for name, runner in zip(others, side, strict=True):
@@ -69,7 +70,7 @@ def run_chat_frontends(runtime: Runtime, names: list[str]) -> int:
         runtime.on_shutdown(functools.partial(_stop_and_wait, runner, thread))
         threads.append(thread)
         thread.start()
-    code = runner_factory(first)(runtime, RunOptions(stop_signals=STOP_SIGNALS)).run()
+    code = factories[0](runtime, RunOptions(stop_signals=STOP_SIGNALS)).run()
     if any(thread.is_alive() for thread in threads):  # the first ended before it shut the runtime down
         runtime.shutdown(timeout)  # its hooks stop the others first
     for thread in threads:

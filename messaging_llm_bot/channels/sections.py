@@ -9,11 +9,12 @@ the framework's ``Settings`` names it. messaging_llm_bot/__init__.py declares ``
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from assistant_framework.config.settings.fields import Record
 from messaging_llm_bot import channels
-from messaging_llm_bot.channels import channel_module
+from messaging_llm_bot.channels import RegistrationError, channel_module
 from messaging_llm_bot.conversation.routes import channel_names
 
 
@@ -30,6 +31,11 @@ def _found(names: tuple[str, ...], _path: tuple[str, ...]) -> tuple[tuple[str, t
         module = channel_module(name, "section")
         if module is None:
             continue
-        record: type[Record] = module.RECORD
+        record = getattr(module, "RECORD", None)
+        if not (isinstance(record, type) and dataclasses.is_dataclass(record)):
+            raise RegistrationError(
+                f"channels/{name}/section.py's RECORD is {'missing' if record is None else repr(record)}: it names "
+                'the section\'s record, a frozen dataclass (docs/channels.md, "Writing a channel", step 7)'
+            )
         found.append((name, record))
     return tuple(found)

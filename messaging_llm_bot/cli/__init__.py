@@ -11,12 +11,27 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from assistant_framework.config.sections import SectionError
+from messaging_llm_bot.channels import RegistrationError
+
 if TYPE_CHECKING:  # pragma: no cover - imports for type hints only
     from messaging_llm_bot.llm.client import LLMClient
 
 
 class UsageError(Exception):
     """A wrong argument (a missing folder, an unknown name): the CLI prints it and exits 2."""
+
+
+#: A channel's registration that cannot be used (docs/channels.md, "Writing a channel"): a Route without its
+#: folder or file (``RegistrationError``), a declared section the config refuses (``SectionError``).
+REGISTRATION_ERRORS = (RegistrationError, SectionError)
+
+
+def registration_refused(error: Exception) -> int:
+    """A wrong channel registration, said in its one sentence on stderr: exit status 2, as a config error (a
+    service manager should not restart the bot for it), and no traceback for the channel's author to read."""
+    print(f"error: {error}", file=sys.stderr)
+    return 2
 
 
 def int_range(low: int, high: int | None = None) -> Callable[[str], int]:

@@ -19,7 +19,7 @@ from assistant_framework import version
 from assistant_framework.config import ConfigError
 from assistant_framework.workspace import WorkspacePathError
 from assistant_framework.workspace.private import private_umask
-from messaging_llm_bot.cli import UsageError
+from messaging_llm_bot.cli import REGISTRATION_ERRORS, UsageError, registration_refused
 
 #: Command groups in help order; a group whose module is absent is skipped.
 COMMAND_GROUPS = (
@@ -75,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one CLI command; returns the exit status (2 for usage and config errors)."""
     try:
         parser = build_parser()  # reads every channel's setup flags: a wrong registration is said in one line
+    except REGISTRATION_ERRORS as exc:
+        return registration_refused(exc)
     except Exception as exc:  # noqa: BLE001 - a bug: one line, the traceback on request
         return _internal_error(exc)
     args = parser.parse_args(argv)
@@ -93,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (WorkspacePathError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except REGISTRATION_ERRORS as exc:
+        return registration_refused(exc)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -26,6 +26,7 @@ from assistant_framework.traces import collect_secrets
 from assistant_framework.workspace import WorkspacePathError
 from assistant_framework.workspace.inuse import InUse, hold_in_use
 from assistant_framework.workspace.private import make_private_dirs, use_private_umask
+from messaging_llm_bot.cli import REGISTRATION_ERRORS, registration_refused
 from messaging_llm_bot.cli.config import Subparsers
 from messaging_llm_bot.conversation.routes import channel_names
 
@@ -205,14 +206,25 @@ def start(args: argparse.Namespace) -> int:
     # readable by other users of the machine.
     use_private_umask()
     setup_logging("WARNING")
-    from messaging_llm_bot.cli import first_run
-    from messaging_llm_bot.runtime import runner_secrets  # after logging: import-time warnings formatted
+    from messaging_llm_bot.cli import first_run  # after logging: import-time warnings formatted
 
     new_workspace = not first_run.is_workspace(args.workspace)
     opened = _open_runtime(args, new_workspace)
     if isinstance(opened, int):
         return opened
     runtime, in_use = opened
+    try:
+        return _run_opened(args, runtime, in_use, new_workspace)
+    except REGISTRATION_ERRORS as exc:  # a channel's file the registry names, looked up before anything started
+        runtime.shutdown(timeout=5)
+        return registration_refused(exc)
+
+
+def _run_opened(args: argparse.Namespace, runtime: BotRuntime, in_use: InUse, new_workspace: bool) -> int:
+    """``start`` once the runtime is open: the listeners and the channels, until they stop."""
+    from messaging_llm_bot.cli import first_run
+    from messaging_llm_bot.runtime import runner_secrets
+
     configured = runtime.settings.runtime
     # The terminal chat keeps stderr for progress; only warnings and errors go there by default.
     default_level = "WARNING" if args.frontend == "console" else "INFO"
@@ -263,6 +275,8 @@ def _open_runtime(args: argparse.Namespace, new_workspace: bool) -> tuple[BotRun
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
+    except REGISTRATION_ERRORS as exc:  # the config's reading finds each registered channel's section
+        return registration_refused(exc)
     except (WorkspacePathError, OSError) as exc:
         print(f"error: cannot open workspace {args.workspace!r}: {exc}", file=sys.stderr)
         return 2
@@ -327,8 +341,9 @@ def _run_console(args: argparse.Namespace, runtime: BotRuntime, in_use: InUse, s
             print("Setup done; starting with the new settings.", file=sys.stderr, flush=True)
             return start(args)
 
+    runner = runner_factory("console")  # looked up first: a wrong registration is refused before the finally
     try:
-        return runner_factory("console")(runtime, RunOptions()).run()
+        return runner(runtime, RunOptions()).run()
     finally:
         if not runtime.shutdown(timeout=min(configured.shutdown_timeout_seconds, CONSOLE_EXIT_SECONDS)):
             print(LEFT_FOR_NEXT_START, file=sys.stderr, flush=True)
