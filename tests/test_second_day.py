@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.workspace import Workspace
+from tests.cli_inprocess import run_cli
 from tests.console_harness import Terminal, write_config
 
 pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
@@ -58,3 +59,47 @@ def test_ctrl_c_while_the_model_thinks_leaves_no_prompt_behind_and_stats_name_th
     stats = shown[shown.index("you> /stats") :]
     assert not any("unknown" in line for line in stats), stats
     assert any(line.startswith("- fake-model: 2 msgs") for line in stats), stats
+
+
+def _facts(*rows: tuple[str, str, str, str]) -> list[dict]:
+    return [
+        {"id": fid, "subject": subject, "attribute": attribute, "value": value, "source": "user", "status": "current"}
+        for fid, subject, attribute, value in rows
+    ]
+
+
+def test_memory_files_edited_by_hand_are_what_the_next_turn_recalls(tmp_path: Path, chat_server, test_skills_dir):
+    """The owner edits facts/facts.json the way an editor saves (a new file written beside it, renamed over it),
+    changes a note in place and deletes another while the chat runs: the next turn recalled the old texts (the
+    index caught up only at its idle refresh, a minute without background work, never in a busy chat)."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    (config / "memory.json").write_text(json.dumps({"enabled": True, "extract_facts": False}))
+    ws = Workspace(tmp_path / "ws")
+    ws.write_json("facts/facts.json", _facts(("f1", "user", "favourite drink", "green tea")))
+    ws.write_text("notes/packing.md", "# Packing list\n\nPassport, charger, the blue umbrella.\n")
+    ws.write_text("notes/wifi.md", "# Wifi\n\nThe guest wifi password is sunflower.\n")
+    assert run_cli("memory", "reindex", "--config", str(config), "--workspace", str(ws.root)).returncode == 0
+    chat_server.enqueue('{"reply": "Noted."}', '{"reply": "Coffee."}')
+    term = _chat(config, ws.root)
+    try:
+        term.wait_for("you> ")
+        term.type("favourite drink packing umbrella wifi password\r")
+        term.wait_for("Noted.")
+        first = chat_server.chat_requests[-1]["messages"][-1]["content"]
+        facts = ws.path("facts/facts.json")
+        edited = facts.with_name(".facts.json.swp")
+        edited.write_text(json.dumps(_facts(("f1", "user", "favourite drink", "black coffee with oat milk"))))
+        edited.replace(facts)
+        ws.path("notes/packing.md").write_text("# Packing list\n\nPassport, charger, the red raincoat.\n")
+        ws.path("notes/wifi.md").unlink()
+        mark = len(term.output)
+        term.type("favourite drink packing umbrella raincoat wifi password\r")
+        term.wait_for("Coffee.", start=mark)
+        term.type("/quit\r")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert "green tea" in first and "blue umbrella" in first and "sunflower" in first  # recalled as they were
+    recalled = chat_server.chat_requests[-1]["messages"][-1]["content"].split("[Recalled memory", 1)[-1]
+    assert "black coffee with oat milk" in recalled and "red raincoat" in recalled, recalled
+    assert "green tea" not in recalled and "blue umbrella" not in recalled and "sunflower" not in recalled, recalled

@@ -18,7 +18,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -103,15 +103,17 @@ class MemoryIndex(IndexRows):
             count: int = self.conn.execute("SELECT count(*) FROM entries").fetchone()[0]
             return count
 
-    def refresh(self) -> int:
-        """Walk the memory folders and bring changed, new and deleted files up to date.
+    def refresh(self, roots: Sequence[str] | None = None) -> int:
+        """Walk the memory folders (``roots``: only these top-level folders or files of them) and bring changed,
+        new and deleted files up to date; returns how many files changed.
 
         The walk and the stat calls run without the lock, so searches are not held up by it;
         only changed files are then read, each under the lock.
         """
-        self.reopen_if_replaced()
+        if self.reopen_if_replaced():
+            roots = None  # the new file is empty: read every file again
         seen: dict[str, tuple[int, int]] = {}
-        for rel in self._walk():
+        for rel in self._walk(roots):
             try:
                 st = os.stat(self.workspace.root / rel)
             except OSError:  # gone, a symlink loop, no permission: as if absent (its rows go)
@@ -119,11 +121,22 @@ class MemoryIndex(IndexRows):
             if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever, a device is no note
                 continue
             seen[rel] = (st.st_size, st.st_mtime_ns)
-        with self.lock:
-            known = {row[0]: (row[1], row[2]) for row in self.conn.execute("SELECT path, size, mtime_ns FROM files")}
+        known = self._known(roots)
         stale = [rel for rel, sig in seen.items() if known.get(rel) != sig] + [rel for rel in known if rel not in seen]
         self._in_batches(stale, lambda rel: self._update(rel) if rel in seen else self._remove(rel))
         return len(stale)
+
+    def _known(self, roots: Sequence[str] | None) -> dict[str, tuple[int, int]]:
+        """(size, mtime_ns) of each indexed file (under ``roots``: by the path's index, not a scan of them all)."""
+        query = "SELECT path, size, mtime_ns FROM files"
+        with self.lock:
+            if roots is None:
+                return {row[0]: (row[1], row[2]) for row in self.conn.execute(query)}
+            known: dict[str, tuple[int, int]] = {}
+            for root in roots:  # the root itself (a file), or a path below it: between "root/" and "root0"
+                rows = self.conn.execute(f"{query} WHERE path=? OR (path>? AND path<?)", (root, f"{root}/", f"{root}0"))
+                known.update((row[0], (row[1], row[2])) for row in rows)
+            return known
 
     def index_files(self, paths: Iterable[str]) -> int:
         """Bring these workspace files up to date now, without walking the folders (a collector run
@@ -177,9 +190,11 @@ class MemoryIndex(IndexRows):
             self.conn.execute("COMMIT")
             return len(ids)
 
-    def _walk(self) -> Iterator[str]:
+    def _walk(self, roots: Sequence[str] | None = None) -> Iterator[str]:
         root = self.workspace.root
         for top in walk_roots(self.sources):
+            if roots is not None and top not in roots:
+                continue
             start = root / top
             try:
                 self.workspace.path(top)  # a source folder that is a link out is not walked (os.walk follows it)

@@ -29,6 +29,7 @@ from .log import CONVERSATIONS_DIR, TurnLog, safe_conversation_id
 from .modelcall import Complete
 from .profile import profile_text, refresh_profile_if_due
 from .search import MAX_QUERY_CHARS, MAX_SEARCH_SECONDS, MemoryHit, Scope, search
+from .sources import HAND_EDITED
 from .timeparse import parse_date_range
 
 log = logging.getLogger(__name__)
@@ -225,6 +226,8 @@ class MemoryService:
             scope.sources = (source_alias(source),)
         scope.since, scope.until = since, until
         self.index_pending()
+        if scope.owner_data or scope.conversation is None:
+            self.index.refresh(HAND_EDITED)  # a note or fact edited by hand a moment ago
         with self._searching_now():
             return search(
                 self.index,
@@ -270,6 +273,10 @@ class MemoryService:
             # if the worker fell further behind (e.g. busy with fact extraction), catch up here.
             self.index_pending()
         scope = recall_policy.recall_scope(conversation_id, self.settings, private)
+        if scope.owner_data:
+            # A fact or note edited by hand since the last turn (or while the bot was down) is recalled as it is
+            # now: a stat of each of the owner's files, only the changed ones read (docs/memory.md).
+            self.index.refresh(HAND_EDITED)
         prefer = self._date_preference(query, None, None, None)
         with self._searching_now():
             found = search(

@@ -59,6 +59,22 @@ def walk_roots(sources: Iterable[tuple[str, str]]) -> list[str]:
     return roots
 
 
+#: The top-level folders (and files) of the owner's own memory: what people edit by hand in an editor. Recall and
+#: search bring these up to date first (``MemoryIndex.refresh(roots)``: a stat per file, the changed ones re-read),
+#: so the next turn recalls a hand edit; conversations, episodes, collectors and skill data wait for the refresh.
+HAND_EDITED: tuple[str, ...] = (
+    "profile.md",
+    "notes",
+    "tasks",
+    "facts",
+    "learnings",
+    "contacts",
+    "birthdays",
+    "routines",
+    "reminders",
+)
+
+
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".org", ".rst")
 JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
