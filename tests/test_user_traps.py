@@ -4,13 +4,13 @@ the fake model server, with the real inbox, ledger, scheduler and workspace, or 
 
 The other items of those lists have their own tests elsewhere (named in each neighbour's docstring where they
 meet): the forum topics (test_sessions.py), the photo the model sees (test_photos.py), the spending caps
-(test_spending_caps.py), voice replies (test_voice_replies.py), restarts (test_crash.py, test_jobs_crash.py).
+(test_spending_caps.py), voice replies (test_voice_replies.py), restarts (test_crash.py, test_jobs_crash.py),
+16 chats at once (test_telegram_latency.py).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -224,29 +224,3 @@ def test_a_job_whose_send_reached_telegram_just_before_a_kill_is_sent_again_at_m
     assert sent_texts(fake, OWNER) == ["🗓 Water the plants"] * 2
     [line] = ws.read_jsonl(RUNS_FILE)
     assert line["outcome"] == "delivered" and Inbox(ws).pending() == []
-
-
-def test_sixteen_chats_at_once_have_sixteen_model_calls_in_flight(fake, start_bot, chat_server):
-    """BUDUCCA held one lock around every chat's turn (16 chats with a 0.5 s model: 9.3 s); nanobot let 3 model
-    calls run at once. With ``llm.max_concurrency`` 16, sixteen chats writing at once are all in the model at
-    the same moment: each answer waits until all sixteen requests are there."""
-    chats = 16
-    together = threading.Barrier(chats)
-
-    def answer(request: dict) -> str:
-        try:
-            together.wait(timeout=8)
-            return '{"reply": "all together"}'
-        except threading.BrokenBarrierError:
-            return '{"reply": "alone"}'
-
-    def concurrency(config: dict) -> None:
-        config["llm"]["max_concurrency"] = chats
-
-    chat_server.set_handler(answer)
-    start_bot(config_patch=concurrency, allowed_user_ids=list(range(1, chats + 1)))
-    for chat in range(1, chats + 1):
-        fake.send_message(f"hello from {chat}", user_id=chat)
-    everyone = range(1, chats + 1)
-    replies = fake.wait_for(lambda: (lambda r: r if all(r) else None)([texts(fake, c) for c in everyone]), timeout=40)
-    assert all(r == ["all together"] for r in replies), replies

@@ -87,7 +87,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    return max(1, settings.llm.max_concurrency) + SKILL_ROOM",
         "    return min(8, max(1, settings.llm.max_concurrency) + SKILL_ROOM)",
         "past eight chats at once the turns wait for a thread, whatever llm.max_concurrency allows",
-        ("test_user_traps.py",),
+        ("test_telegram_latency.py",),
     ),
     # -- approvals, once for every channel (conversation/approvals.py, telegram/approval.py) --------------
     Mutation(
