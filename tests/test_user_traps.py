@@ -80,6 +80,35 @@ def test_messages_sent_before_and_while_the_bot_starts_are_each_answered_once(fa
     assert texts(fake) == expected and sent_texts(fake, OWNER) == expected
 
 
+def said_in(fake, topic: int | None, text: str, n: int) -> str:
+    """``text`` sent in ``topic`` of the owner's chat; the bot's ``n``-th message there, once it is there."""
+    fake.send_message(text, topic=topic)
+    return fake.wait_for(lambda: fake.topic_messages(OWNER, topic)[n - 1 :], timeout=15)[0]["text"]
+
+
+def test_topics_and_new_keep_their_own_history_and_forget_nothing_saved(fake, start_bot, chat_server):
+    """openclaw#79005, hermes-agent#34819: a forum topic is a session of its own and /new starts a new one, yet
+    neither forgets what the owner had saved. A note saved in topic 10, then /new there: topic 20 and the new
+    session of topic 10 each get it recalled, and neither request carries topic 10's earlier turns."""
+
+    def memory_on(config: dict) -> None:
+        config["memory"] = {"enabled": True, "extract_facts": False}
+
+    start_bot(config_patch=memory_on, progress=False)
+    saved = {"name": "anna", "text": "Anna birthday fourteenth of March"}
+    chat_server.enqueue(json.dumps({"skill": "save_note", "args": saved}), '{"reply": "Saved."}')
+    assert said_in(fake, 10, "remember: Anna birthday fourteenth of March", 1).startswith("Saved.")
+    assert "Started a new conversation (#2)" in said_in(fake, 10, "/new", 2)
+    for topic, n in ((20, 1), (10, 3)):
+        chat_server.enqueue('{"reply": "On the fourteenth of March."}')
+        assert said_in(fake, topic, "when is Anna birthday?", n) == "On the fourteenth of March."
+        *earlier, asked = chat_server.chat_requests[-1]["messages"]
+        assert [m["role"] for m in earlier] == ["system"], earlier  # no turn of topic 10's first session
+        assert asked["content"].startswith("when is Anna birthday?")
+        recalled = asked["content"].split("[Recalled memory", 1)[1]
+        assert "(notes, " in recalled and "fourteenth of March" in recalled, recalled
+
+
 def long_paragraph(chars: int) -> str:
     """One paragraph of words of 3 to 11 letters, no line break, at least ``chars`` long: a cut at a fixed
     length lands inside a word."""
