@@ -208,6 +208,53 @@ def test_a_turn_cancelled_while_its_stop_waits_for_a_send_ends_cancelled_and_the
     assert asyncio.run(scenario()) == (True, True)
 
 
+def test_a_turn_cancelled_while_its_stop_waits_for_the_typing_call_to_end_ends_cancelled(monkeypatch):
+    """The turn's end cancels its "typing…" refresher and waits for it; a typing request under way ends as the
+    client closes its connection. A cancel of the turn meanwhile (the bot's stop gave up on it) goes on: the
+    turn ends cancelled, and the live message's worker with it. (It was taken for the refresher's own cancel and
+    dropped: the cancelled turn went on to record and send its reply.)"""
+    import asyncio
+
+    from messaging_llm_bot.channels.telegram.progress import TelegramLive
+    from messaging_llm_bot.conversation import progress as progress_mod
+    from messaging_llm_bot.conversation.progress import Progress
+
+    monkeypatch.setattr(progress_mod, "TYPING_GRACE_SECONDS", 0.0)
+
+    class SlowToCloseBot(_RecordingBot):
+        """Telegram does not answer the typing request; cancelled, the client takes a while to close."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.typing = asyncio.Event()
+            self.closed = asyncio.Event()
+
+        async def send_chat_action(self, chat_id, action, **kwargs):
+            self.typing.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                await self.closed.wait()
+                raise
+
+    async def scenario() -> tuple[bool, bool]:
+        bot = SlowToCloseBot()
+        p = Progress(TelegramLive(bot, 1), stream=True, edit_interval=3600.0)
+        await p.start()
+        worker = p._tasks[-1]
+        await asyncio.wait_for(bot.typing.wait(), 10)
+        stopping = asyncio.create_task(p.stop())  # the turn's end: cancels the refresher and waits for it
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not stopping.done()
+        stopping.cancel()  # the bot's stop gives up on the turn
+        bot.closed.set()
+        await asyncio.wait({stopping, worker}, timeout=10)
+        return stopping.cancelled(), worker.done()
+
+    assert asyncio.run(scenario()) == (True, True)
+
+
 def test_a_turn_done_within_the_grace_needs_no_live_message():
     """A quick streamed answer: no stream message (the reply is then one sendMessage, not a send plus an edit)."""
     import asyncio

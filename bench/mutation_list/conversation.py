@@ -404,9 +404,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "progress-stop-swallows-cancel",
         f"{BOT}/conversation/progress.py",
-        "            with contextlib.suppress(TimeoutError, Exception):  # best effort",
-        "            with contextlib.suppress(TimeoutError, Exception, asyncio.CancelledError):  # best effort",
+        "                with contextlib.suppress(TimeoutError, Exception):  # best effort",
+        "                with contextlib.suppress(TimeoutError, Exception, asyncio.CancelledError):  # best effort",
         "a turn cancelled while its live message's send is under way goes on to record and send its reply",
+        ("test_telegram_progress.py",),
+    ),
+    Mutation(
+        "progress-stop-typing-wait-swallows-cancel",
+        f"{BOT}/conversation/progress.py",
+        "            await asyncio.gather(*tasks, return_exceptions=True)",
+        "            for task in tasks:\n                with contextlib.suppress(asyncio.CancelledError):\n"
+        "                    await task",
+        "a turn cancelled while its stop waits for the typing refresher to end goes on to record and send its reply",
         ("test_telegram_progress.py",),
     ),
     Mutation(

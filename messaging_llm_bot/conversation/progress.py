@@ -195,17 +195,21 @@ class Progress:
         self._wake.set()
         tasks, self._tasks = self._tasks, []
         worker = tasks.pop() if tasks else None  # started last
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        if self.typing is not None:
-            await self.typing.stop()
-        if worker is not None:
-            # Let an in-flight send finish so its message id is known (no orphan status message). A cancel of the
-            # turn meanwhile (the bot's stop gave up on it) cancels the send and goes on: the turn ends there.
-            with contextlib.suppress(TimeoutError, Exception):  # best effort
-                await within(worker, STOP_WAIT_SECONDS)
+        # A cancel of the turn while this waits (the bot's stop gave up on it) goes on, the worker cancelled with
+        # it: gather and ``within`` raise it, where a cancel taken for the task's own would be dropped.
+        try:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self.typing is not None:
+                await self.typing.stop()
+            if worker is not None:
+                # Let an in-flight send finish so its message id is known (no orphan status message).
+                with contextlib.suppress(TimeoutError, Exception):  # best effort
+                    await within(worker, STOP_WAIT_SECONDS)
+        finally:
+            if worker is not None:
+                worker.cancel()  # ended already, or the turn was cancelled before it did
 
     async def discard(self) -> bool:
         """Delete the live message (a status line that should not stay above the answer); False when the
