@@ -151,6 +151,8 @@ def test_make_setup_again_changing_only_the_model_offers_and_keeps_the_current_v
         _first_run(fresh, tmp_path, tg, chat)
         term = _setup_on_a_terminal(fresh, tmp_path / "ws", TZ="America/New_York")
         try:
+            term.wait_for("Change which (the rest stays as it is) [1]: ")
+            term.type("4\r")  # everything, each answer offered as it is
             term.wait_for("Bot token (empty: keep the current one): ")
             term.type("\r")
             term.wait_for("your bot is @testbot")
@@ -268,3 +270,58 @@ def test_a_bad_bot_api_address_gets_a_message_about_the_address(
     assert code == 2
     assert "is not a Bot API server address (write it as http://HOST:PORT" in err and "InvalidURL" not in err
     assert not (fresh / "local").exists()
+
+
+def test_setup_again_to_change_only_the_time_zone_asks_nothing_else(fresh: Path, tmp_path: Path) -> None:
+    """Day two: the first setup skipped Telegram; `make setup` again for the time zone asked for the bot token
+    first, then walked through the model server and model, and ended in a test turn against the model."""
+    with FakeChatServer(models=("small:1b",)) as chat:
+        code = setup_by_flags(
+            fresh, tmp_path / "ws", *("--no-telegram", "--base-url", chat.base_url, "--timezone", "Europe/Berlin")
+        )
+        assert code == 0
+        llm = (fresh / "local" / "llm.json").read_bytes()
+        asked = len(chat.requests)
+        term = _setup_on_a_terminal(fresh, tmp_path / "ws", TZ="UTC")
+        try:
+            term.wait_for("the model small:1b at " + chat.base_url + ", the time zone Europe/Berlin.")
+            term.wait_for("Change which (the rest stays as it is) [1]: ")
+            term.type("2\r")
+            term.wait_for("Your time zone (IANA name) [Europe/Berlin]: ")
+            term.type("Asia/Tokyo\r")
+            term.wait_for("Written")
+            assert term.proc.wait(30) == 0, term.output
+        finally:
+            term.close()
+        assert len(chat.requests) == asked  # no probe, no test turn: the model was not asked about
+    assert "Bot token" not in term.output and "Use which" not in term.output and "Test turn" not in term.output
+    assert _local(fresh)["runtime.json"]["timezone"] == "Asia/Tokyo"
+    assert (fresh / "local" / "llm.json").read_bytes() == llm
+
+
+def test_setup_again_to_change_only_the_model_keeps_telegram_unasked(fresh: Path, tmp_path: Path) -> None:
+    """With Telegram set up, changing the model no longer asks to keep the token and the owner's id first."""
+    with FakeBotAPI() as tg, FakeChatServer(models=("small:1b", "fake-model")) as chat:
+        _first_run(fresh, tmp_path, tg, chat)
+        telegram = (fresh / "local" / "telegram.json").read_bytes()
+        calls = len(tg.calls())
+        term = _setup_on_a_terminal(fresh, tmp_path / "ws", TZ="UTC")
+        try:
+            term.wait_for("Change which (the rest stays as it is) [1]: ")
+            term.type("\r")  # 1: the model
+            term.wait_for("base URL")
+            mark = len(term.output)
+            term.type("\r")
+            term.wait_for("Use which model (number or name) [1]: ", start=mark)
+            term.type("2\r")
+            term.wait_for("Written")
+            assert term.proc.wait(30) == 0, term.output
+        finally:
+            term.close()
+        assert len(tg.calls()) == calls  # Telegram was not called: the token is not checked again
+    assert "Bot token" not in term.output and "Telegram user id" not in term.output and "time zone (" not in term.output
+    assert "Test turn: " in term.output
+    local = _local(fresh)
+    assert local["llm.json"]["runners"][0]["model"] == "fake-model"
+    assert local["runtime.json"]["timezone"] == "Europe/Berlin"
+    assert (fresh / "local" / "telegram.json").read_bytes() == telegram
