@@ -3,7 +3,8 @@ against the fake Discord (tests/fakes/discord_api.py: the REST API and the gatew
 DM from the owner gets one answer (grown by edits while the model streams); a guild message without the bot's
 mention is ignored (mention mode), one with it is answered in its channel; the same message id delivered twice is
 answered once; a stranger gets a pairing code once and reaches no model; a 429 is waited out; a SIGKILL mid-stream
-leaves one message, edited into the whole answer after the restart. One bot process for the module."""
+leaves one message, edited into the whole answer after the restart; a SIGKILL while a message is held (the inbox
+cannot store) loses nothing: the restart reads it from the DM's history. One bot process for the module."""
 
 from __future__ import annotations
 
@@ -244,3 +245,34 @@ def test_a_crash_mid_stream_leaves_one_message_with_the_whole_answer(running: Ru
     [message] = discord.posted(dm)[before:]  # one message: the partial one edited, none posted again
     assert message["id"] == partial["id"] and message["content"] == answer
     assert len(model.chat_requests) == 2
+
+
+def test_a_crash_while_a_message_is_held_loses_nothing(running: Running) -> None:
+    """SIGKILL while a message waits in memory for an inbox that cannot store (the gateway never sends it again):
+    the catch-up cursor never moved past it, so the restart reads it from the DM's history and answers it once."""
+    from assistant_framework.workspace import Workspace
+    from tests.inbox_faults import break_inbox, repair_inbox
+
+    discord, model, bot = running.discord, running.model, running.bot
+    model.reset()
+    model.enqueue('{"reply": "The first answer."}', '{"reply": "The held one answered."}')
+    dm = discord.dms[OWNER]
+    discord.dm(OWNER, "a message before the crash")  # the DM is one the bot has taken a message in
+    wait_until(lambda: "The first answer." in _texts(discord, dm), timeout=30, what="the first answer")
+    wait_until(lambda: not _pending(running.workspace), timeout=30, what="the first message completed")
+    pending = break_inbox(Workspace(running.workspace))
+    discord.dm(OWNER, "held when the bot crashes")
+    wait_until(lambda: any("I cannot save messages" in t for t in _texts(discord, dm)), 30, "the held notice")
+    bot.kill()
+    repair_inbox(pending)
+    bot.start()
+    wait_until(lambda: _connected(bot), timeout=60, what="the restarted bot to connect to the gateway")
+    wait_until(lambda: "The held one answered." in _texts(discord, dm), timeout=30, what="the held message")
+    wait_until(lambda: not _pending(running.workspace), timeout=30, what="the held message completed")
+    assert _texts(discord, dm).count("The held one answered.") == 1
+    asked = [str(r["messages"][-1]) for r in model.chat_requests]
+    assert len(asked) == 2 and "held when the bot crashes" in asked[1], asked
+
+
+def _texts(discord: FakeDiscordAPI, dm: str) -> list[str]:
+    return [m["content"] for m in discord.posted(dm)]

@@ -8,6 +8,7 @@ as tests/test_inbox_held.py breaks it (tests/inbox_faults.py)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +45,14 @@ def answers(discord: Any, channel: str | None = None) -> list[str]:
     return [text for text in shown if text.startswith("re:")]
 
 
+def break_inbox_after_a_first_answer(discord: Any, workspace: Any) -> Path:
+    """The owner's "first" answered and completed, then the inbox unable to store: the file to repair it."""
+    discord.dm(OWNER, "first")
+    wait_until(lambda: answers(discord) == ["re: first"], 15, "the first answer")
+    wait_until(lambda: not Inbox(workspace).pending(), 15, "the first message completed")
+    return break_inbox(workspace)
+
+
 def with_friend(config: dict) -> None:
     busy_queue(config)  # each message its own turn: the answers per message are the point
     config["discord"]["allowed"] = [OWNER, FRIEND]
@@ -56,10 +65,7 @@ def test_a_message_the_inbox_cannot_store_is_held_and_answered_once_storage_work
     """Without holding, the message was refused like a webhook's and lost: the gateway never sends it again."""
     chat_server.set_handler(echo_reply)
     bot = start_discord(patch=with_friend)
-    discord_api.dm(OWNER, "first")
-    wait_until(lambda: answers(discord_api) == ["re: first"], 15, "the first answer")
-    wait_until(lambda: not Inbox(workspace).pending(), 15, "the first message completed")
-    pending = break_inbox(workspace)
+    pending = break_inbox_after_a_first_answer(discord_api, workspace)
     with caplog.at_level(logging.INFO):
         discord_api.dm(OWNER, "held one")
         discord_api.dm(OWNER, "held two")
@@ -86,10 +92,7 @@ def test_a_message_held_when_the_channel_stops_is_read_from_the_history_at_the_n
 ) -> None:
     chat_server.set_handler(echo_reply)
     start_discord(patch=busy_queue)
-    discord_api.dm(OWNER, "first")
-    wait_until(lambda: answers(discord_api) == ["re: first"], 15, "the first answer")
-    wait_until(lambda: not Inbox(workspace).pending(), 15, "the first message completed")
-    pending = break_inbox(workspace)
+    pending = break_inbox_after_a_first_answer(discord_api, workspace)
     with caplog.at_level(logging.WARNING):
         discord_api.dm(OWNER, "held one")
         wait_until(lambda: any(NOTICE in t for t in owner_texts(discord_api)), 15, "the owner told")
