@@ -103,3 +103,25 @@ def test_memory_files_edited_by_hand_are_what_the_next_turn_recalls(tmp_path: Pa
     recalled = chat_server.chat_requests[-1]["messages"][-1]["content"].split("[Recalled memory", 1)[-1]
     assert "black coffee with oat milk" in recalled and "red raincoat" in recalled, recalled
     assert "green tea" not in recalled and "blue umbrella" not in recalled and "sunflower" not in recalled, recalled
+
+
+def test_a_facts_file_broken_by_hand_is_named_on_the_web_page_not_shown_as_no_facts(tmp_path: Path) -> None:
+    """A comma deleted in facts/facts.json: the memory page's Facts said "No facts yet." (as if they were lost);
+    it names the file and where it is broken, and the file stays as the owner left it."""
+    import requests
+
+    from tests.web_site import WEB_TOKEN, start_site
+
+    site = start_site(tmp_path)
+    try:
+        broken = site.workspace.read_text("facts/facts.json").replace('",', '"', 1)
+        site.workspace.path("facts/facts.json").write_text(broken)
+        bearer = {"Authorization": f"Bearer {WEB_TOKEN}"}
+        shown = requests.get(f"{site.base}/api/memory/facts", headers=bearer, timeout=10).json()
+        page = requests.get(f"{site.base}/memory/facts", headers=bearer, timeout=10).text
+    finally:
+        site.close()
+    [problem] = shown["problems"]
+    assert problem.startswith("workspace file 'facts/facts.json' is not valid JSON: line "), problem
+    assert "is not valid JSON: line " in page and "No facts yet." not in page
+    assert site.workspace.read_text("facts/facts.json") == broken

@@ -280,6 +280,19 @@ def new_note_path(workspace: Workspace, title: str) -> str:
     return rel
 
 
+def unreadable(workspace: Workspace, category: str) -> list[str]:
+    """Why each JSON file of ``category`` cannot be read (edited by hand into invalid JSON, say): the page says so
+    instead of "No facts yet.", which read as the facts lost. The file itself is left as it is."""
+    problems: list[str] = []
+    for rel in list_files(workspace, category):
+        if rel.endswith(".json"):
+            try:
+                JsonListFile[JsonObject](workspace, rel).load()
+            except ValueError as exc:
+                problems.append(str(exc))
+    return problems
+
+
 def facts_view(workspace: Workspace) -> list[JsonObject]:
     """Every fact of ``facts/facts.json`` (current first, then superseded), with its file: any JSON list file
     in ``facts/``, its rows as the owner left them."""

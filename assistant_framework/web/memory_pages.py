@@ -115,15 +115,16 @@ class CategoryHandler(BaseHandler):
         if category not in memfiles.EDITABLE:
             raise tornado.web.HTTPError(404, "no such memory category")
         workspace = self.parts.workspace
-        files, facts = await self.off_loop(
+        files, facts, problems = await self.off_loop(
             "files",
             lambda: (
                 memfiles.list_files(workspace, category),
                 memfiles.facts_view(workspace) if category == "facts" else None,
+                memfiles.unreadable(workspace, category),
             ),
         )
         if self.api:
-            self.send_json({"category": category, "files": files, "facts": facts})
+            self.send_json({"category": category, "files": files, "facts": facts, "problems": problems})
             return
         self.page(
             "category.html",
@@ -132,6 +133,7 @@ class CategoryHandler(BaseHandler):
             about=memfiles.EDITABLE[category][1],
             files=files,
             facts=facts,
+            problems=problems,
             turn_link=turn_link,
         )
 
