@@ -1236,6 +1236,21 @@ def _later_on_slack(request: pytest.FixtureRequest) -> RefusingChat:
     )
 
 
+def _later_on_whatsapp(request: pytest.FixtureRequest) -> RefusingChat:
+    """The Graph API refuses every message with #130429 (Meta's throughput reached: later)."""
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")(patch=queued)
+
+    def send(text: str) -> None:
+        assert graph.deliver(graph.message_event(OWNER, graph.inbound(OWNER, "text", {"body": text}))) == 200
+
+    return RefusingChat(
+        send, lambda: graph.texts(OWNER), graph.throttle, lambda: graph.throttle(False), lambda: graph.refused
+    )
+
+
 def _later_on_discord(request: pytest.FixtureRequest) -> RefusingChat:
     """``POST /channels/{id}/messages`` answered 503 (discord.py does not retry it: the channel's loop does)."""
     from tests.discord_harness import OWNER, owner_texts
@@ -1257,10 +1272,10 @@ LATER = {
     "signal": _later_on_signal,
     "slack": _later_on_slack,
     "discord": _later_on_discord,
+    "whatsapp": _later_on_whatsapp,
 }
 #: Why a channel has no driver here.
 NOT_LATER = {
-    "whatsapp": "the Graph API fake refuses no send for now yet: no driver in LATER",
     "matrix": "Synapse refuses no send on the test's word: no driver in LATER",
     "email": "the SMTP fake refuses no mail for now yet: no driver in LATER",
     "webchat": "the page's reply is kept for the page to fetch: nothing refuses it",

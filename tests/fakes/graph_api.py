@@ -23,7 +23,9 @@ fake.base_url`` (``http://127.0.0.1:<port>/v21.0``). What it answers, as the Clo
 - Errors in Meta's shape ``{"error": {"message", "type", "code", "error_data": {"messaging_product",
   "details"}, "fbtrace_id"}}``: a wrong or missing token 401 (#190), a wrong phone number id or unknown
   media 400 (#100), a malformed message 400 (#100 or #131009), an unknown template 404 (#132001), a wrong
-  parameter count 400 (#132000).
+  parameter count 400 (#132000). ``throttle()``: every message but a read receipt is refused as Meta refuses
+  one past the number's throughput, 400 (#130429 Rate limit hit), until ``throttle(False)``; ``refused``
+  counts them.
 
 Meta's side of the webhook: ``connect(url, app_secret)``, then ``user_text(sender, text)``,
 ``user_media(sender, kind, data, mime)``, ``deliver(payload)`` post a signed webhook (``X-Hub-Signature-256``)
@@ -100,6 +102,8 @@ class FakeGraphAPI:
         self.app_secret = ""
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self.throttled = False  # every message refused with #130429 (sending again later works)
+        self.refused = 0
         self.server: FakeServer | None = None  # made by start(): the payload builders need no server
 
     # -- running ---------------------------------------------------------------------------
@@ -127,6 +131,10 @@ class FakeGraphAPI:
 
     def connect(self, url: str, app_secret: str) -> None:
         self.webhook_url, self.app_secret = url, app_secret
+
+    def throttle(self, on: bool = True) -> None:
+        """Every message but a read receipt refused with #130429 while ``on``."""
+        self.throttled = on
 
     def add_template(self, name: str, language: str = "en_US", params: int = 1) -> None:
         self.templates[(name, language)] = params
@@ -241,6 +249,9 @@ class FakeGraphAPI:
             raise GraphError(400, 100, "(#100) The parameter messaging_product is required.")
         if body.get("status") == "read":
             return self._read(body)
+        if self.throttled:
+            self.refused += 1
+            raise GraphError(400, 130429, "(#130429) Rate limit hit", "Cloud API message throughput has been reached.")
         to = str(body.get("to") or "").lstrip("+")
         if not _WA_ID.match(to):
             raise GraphError(400, 100, "(#100) Invalid parameter", "to must be a phone number or WhatsApp ID")
