@@ -125,3 +125,25 @@ def test_a_facts_file_broken_by_hand_is_named_on_the_web_page_not_shown_as_no_fa
     assert problem.startswith("workspace file 'facts/facts.json' is not valid JSON: line "), problem
     assert "is not valid JSON: line " in page and "No facts yet." not in page
     assert site.workspace.read_text("facts/facts.json") == broken
+
+
+def test_make_doctor_names_a_memory_file_broken_by_hand(tmp_path: Path, chat_server, test_skills_dir) -> None:
+    """The bot answers on with a broken facts.json and only its log said why no fact was stored any more; `make
+    doctor` ("checks everything") said all was well."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    ws = Workspace(tmp_path / "ws")
+    ws.write_json("tasks/tasks.json", [{"id": "t1", "text": "buy stamps"}])
+    broken = '[{"id": "f1", "subject": "user", "attribute": "drink", "value": "tea" "source": "user"}]'
+    ws.write_text("facts/facts.json", broken)
+    doctor = ["doctor", "--quick", "--json", "--config", str(config), "--workspace", str(ws.root)]
+    done = run_cli(*doctor)
+    checks = {check["name"]: check for check in json.loads(done.stdout)}
+    assert checks["memory files"]["status"] == "warn", checks
+    assert checks["memory files"]["detail"] == (
+        "not valid JSON: facts/facts.json (line 1 column 71: Expecting ',' delimiter)"
+    )
+    assert "nothing in it was changed" in checks["memory files"]["fix"]
+    assert ws.read_text("facts/facts.json") == broken
+    ws.write_text("facts/facts.json", broken.replace('"tea"', '"tea",'))  # fixed
+    checks = {check["name"]: check for check in json.loads(run_cli(*doctor).stdout)}
+    assert checks["memory files"] == {**checks["memory files"], "status": "ok", "detail": "2 JSON file(s) read"}

@@ -1,14 +1,16 @@
 """The doctor's workspace checks: the folder is a workspace and writable, the disk's free space, the
-memory index's health."""
+memory index's health, the owner's memory files that are JSON and do not parse (edited by hand)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
 
 from assistant_framework.hints import CLI
+from assistant_framework.memory.sources import HAND_EDITED
 from assistant_framework.workspace import WORKSPACE_MARKER
 from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
 
@@ -51,9 +53,36 @@ def check_workspace(ctx: Context) -> list[Check]:
         checks.append(Check("disk space", WARN, f"{gib:.2f} GiB free", "free some space soon"))
     else:
         checks.append(Check("disk space", OK, f"{gib:.1f} GiB free"))
+    checks.append(_json_files_check(path))
     if not ctx.quick:
         checks.append(_index_check(path))
     return checks
+
+
+def _json_files_check(path: Path) -> Check:
+    """The owner's memory files in JSON (facts, tasks, contacts, reminders...: what people edit by hand) that do not
+    parse: the bot keeps them as they are and stores nothing new in them until they are fixed."""
+    broken: list[str] = []
+    found = 0
+    for top in HAND_EDITED:
+        for file in sorted((path / top).rglob("*.json")) if (path / top).is_dir() else []:
+            found += 1
+            try:
+                json.loads(file.read_bytes())
+            except (OSError, ValueError) as exc:
+                where = (
+                    f"line {exc.lineno} column {exc.colno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else exc
+                )
+                broken.append(f"{file.relative_to(path)} ({where})")
+    if broken:
+        return Check(
+            "memory files",
+            WARN,
+            "not valid JSON: " + "; ".join(broken),
+            "fix it in an editor (or on the web page's Memory); nothing in it was changed, and nothing new is "
+            "stored in it until then",
+        )
+    return Check("memory files", OK, f"{found} JSON file(s) read" if found else "no JSON files yet")
 
 
 def _index_check(path: Path) -> Check:
