@@ -153,3 +153,23 @@ def test_a_session_discord_invalidates_is_followed_by_reading_what_it_missed(
     wait_until(lambda: len(answers(discord_api)) == 3, 15, "the next message over the new session")
     wait_until(lambda: not Inbox(workspace).pending(), 15, "everything completed")
     assert asked(chat_server) == ["first", "missed by the gateway", "after"]
+
+
+def test_the_first_dm_of_an_allowed_user_written_while_the_bot_was_down_is_answered_at_the_start(
+    start_discord: Any, discord_api: Any, chat_server: Any, workspace: Any
+) -> None:
+    """A DM the bot never took a message in has no cursor of its own: an allowed user's DM is read after the
+    newest message the bot handled anywhere."""
+    chat_server.set_handler(echo_reply)
+    start_discord(patch=with_friend)
+    discord_api.dm(OWNER, "before")
+    wait_until(lambda: answers(discord_api) == ["re: before"], 15, "the owner's answer")
+    wait_until(lambda: not Inbox(workspace).pending(), 15, "the owner's message completed")
+    start_discord.running[-1].stop()
+    discord_api.dm(FRIEND, "my first message")
+    start_discord(patch=with_friend)
+    friend_dm = discord_api.add_user(FRIEND)
+    wait_until(lambda: answers(discord_api, friend_dm) == ["re: my first message"], 20, "the friend's answer")
+    wait_until(lambda: not Inbox(workspace).pending(), 15, "the friend's message completed")
+    assert asked(chat_server) == ["before", "my first message"]
+    assert answers(discord_api) == ["re: before"]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from assistant_framework.config.settings import DiscordSettings
 from messaging_llm_bot.channels.contract import Address
-from messaging_llm_bot.channels.discord.catchup import Cursor, catch_up
+from messaging_llm_bot.channels.discord.catchup import MAX_CHANNELS, Cursor, allowed_dms, catch_up
 from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of
 from messaging_llm_bot.channels.discord.turn import DiscordTurns, joinable
@@ -78,10 +78,11 @@ class DiscordIntake:
         return True
 
     async def catch_up(self) -> None:
-        """What a new gateway session did not deliver, read from the known channels' history (catchup.py)."""
-        await catch_up(
-            self.host.channel.client, self.cursor, self.take_in_order, self.order, lambda: self.host.stopping
-        )
+        """What a new gateway session did not deliver, read from the known channels' and the allowed users' DMs'
+        history (catchup.py)."""
+        client = self.host.channel.client
+        dms = await allowed_dms(client, self.host.config.allowed_ids[:MAX_CHANNELS])
+        await catch_up(client, self.cursor, self.take_in_order, self.order, lambda: self.host.stopping, dms)
 
     async def on_message(self, msg: DiscordMessage) -> bool:
         """True when the message is handled (False: a stop came while it was held)."""
