@@ -147,3 +147,36 @@ def test_make_doctor_names_a_memory_file_broken_by_hand(tmp_path: Path, chat_ser
     ws.write_text("facts/facts.json", broken.replace('"tea"', '"tea",'))  # fixed
     checks = {check["name"]: check for check in json.loads(run_cli(*doctor).stdout)}
     assert checks["memory files"] == {**checks["memory files"], "status": "ok", "detail": "2 JSON file(s) read"}
+
+
+def test_a_note_saved_by_an_editor_is_made_private_without_a_warning_on_the_screen(
+    tmp_path, chat_server, test_skills_dir
+):
+    """An editor that saves by writing a new file and renaming it leaves the umask's 0644: every start of the
+    chat after such an edit began with a timestamped WARNING that other users could read the files. The file is
+    still made private; a file elsewhere in the workspace (copied in) is still warned about."""
+    import os
+    import stat
+
+    from tests.console_harness import run_bot
+
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    ws = Workspace(tmp_path / "ws")
+    note, facts = ws.root / "notes" / "garden.md", ws.root / "facts" / "facts.json"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    facts.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("# Garden\n\nWater the tomatoes.\n")
+    facts.write_text("[]")
+    os.chmod(note, 0o644)
+    os.chmod(facts, 0o644)
+    args = ["--frontend", "console", "--config", str(config), "--workspace", str(ws.root)]
+    proc = run_bot(args, "")
+    assert proc.returncode == 0, proc.stderr
+    assert "WARNING" not in proc.stderr and "private" not in proc.stderr, proc.stderr
+    assert stat.S_IMODE(note.stat().st_mode) == 0o600 and stat.S_IMODE(facts.stat().st_mode) == 0o600
+    copied = ws.root / "collectors" / "rss" / "items.jsonl"
+    copied.parent.mkdir(parents=True)
+    copied.write_text("")
+    os.chmod(copied, 0o644)
+    again = run_bot(args, "")
+    assert f"workspace {ws.root}: made 2 files and folders private" in again.stderr  # rss/ and its file

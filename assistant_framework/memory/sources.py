@@ -15,6 +15,10 @@ from typing import Any
 # front_matter: imported from here too (episodes)
 from ..stores.provenance import UNTRUSTED_RECORD, front_matter, is_untrusted, json_records
 
+# The owner's own memory, what people edit by hand: recall and search bring it up to date first
+# (``MemoryIndex.refresh(roots)``: a stat per file, the changed ones re-read), so the next turn recalls a hand edit.
+from ..workspace.private import HAND_EDITED as HAND_EDITED
+
 #: (glob on the workspace-relative path, source name); first match wins.
 #: ``{1}`` in a source name is replaced by the first path component after the prefix.
 DEFAULT_SOURCES: tuple[tuple[str, str], ...] = (
@@ -57,22 +61,6 @@ def walk_roots(sources: Iterable[tuple[str, str]]) -> list[str]:
         if head not in roots:
             roots.append(head)
     return roots
-
-
-#: The top-level folders (and files) of the owner's own memory: what people edit by hand in an editor. Recall and
-#: search bring these up to date first (``MemoryIndex.refresh(roots)``: a stat per file, the changed ones re-read),
-#: so the next turn recalls a hand edit; conversations, episodes, collectors and skill data wait for the refresh.
-HAND_EDITED: tuple[str, ...] = (
-    "profile.md",
-    "notes",
-    "tasks",
-    "facts",
-    "learnings",
-    "contacts",
-    "birthdays",
-    "routines",
-    "reminders",
-)
 
 
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".org", ".rst")

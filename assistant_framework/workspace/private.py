@@ -84,6 +84,29 @@ def tighten(root: str | os.PathLike[str]) -> list[str]:
     return changed
 
 
+#: The top-level folders (and files) of the owner's own memory: what people edit by hand in an editor (memory
+#: recall reads them fresh: memory/sources.py). An editor that saves by writing a new file beside and renaming it
+#: over the old one leaves the file with the umask's mode (0644): tightened at the next start without a warning.
+HAND_EDITED: tuple[str, ...] = (
+    "profile.md",
+    "notes",
+    "tasks",
+    "facts",
+    "learnings",
+    "contacts",
+    "birthdays",
+    "routines",
+    "reminders",
+)
+#: Where else the owner writes by hand: the Markdown about them put in every prompt.
+OWNER_WRITTEN: tuple[str, ...] = (*HAND_EDITED, "context")
+
+
+def _owner_written(changed: list[str]) -> bool:
+    """Whether every path tightened is a file (not a folder) the owner writes by hand."""
+    return all(rel.split("/", 1)[0] in OWNER_WRITTEN and rel not in OWNER_WRITTEN for rel in changed)
+
+
 def make_workspace_private(root: str | os.PathLike[str], *, new: bool = False) -> None:
     """A workspace made before files were private (or copied in by hand) is tightened at start: group and
     other permissions come off every file and folder. Said once; the next start finds nothing to change.
@@ -93,6 +116,9 @@ def make_workspace_private(root: str | os.PathLike[str], *, new: bool = False) -
     changed = tighten(root)
     if changed and new:
         log.debug("new workspace %s: made %d files and folders private (0600/0700)", root, len(changed))
+    elif changed and len(changed) <= 20 and _owner_written(changed):
+        # The owner's own edit (a note, facts.json saved by an editor): no WARNING on the chat's screen each time.
+        log.info("workspace %s: made private (0600) what you wrote by hand: %s", root, ", ".join(changed))
     elif changed:
         log.warning(
             "workspace %s: made %d files and folders private (0600/0700): other users of this machine could read them",
