@@ -180,3 +180,26 @@ def test_a_note_saved_by_an_editor_is_made_private_without_a_warning_on_the_scre
     os.chmod(copied, 0o644)
     again = run_bot(args, "")
     assert f"workspace {ws.root}: made 2 files and folders private" in again.stderr  # rss/ and its file
+
+
+def test_a_fact_the_model_copied_from_the_prompts_example_is_not_stored(tmp_path, chat_server, test_skills_dir):
+    """SmolLM2-135M answered the extraction with the prompt's own example, and {"subject": "...", "attribute":
+    "...", "value": "..."} was stored as a fact (then recalled and listed on the web page)."""
+    from tests.console_harness import run_bot
+
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    (config / "memory.json").write_text(json.dumps({"enabled": True, "extract_idle_seconds": 0.1}))
+    placeholder = {"subject": "...", "attribute": "...", "value": "..."}
+    ladder = {"subject": "Karl", "attribute": "lends", "value": "his ladder on Saturday"}
+
+    def answer(request: dict) -> dict:
+        if "extract durable facts" in request["messages"][0]["content"]:
+            return {"content": json.dumps({"facts": [placeholder, ladder]})}
+        return {"content": '{"reply": "Good to know."}'}
+
+    chat_server.set_handler(answer)
+    args = ["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")]
+    proc = run_bot(args, "My neighbour Karl lends me his ladder on Saturday\n")
+    assert proc.returncode == 0, proc.stderr
+    facts = Workspace(tmp_path / "ws").read_json("facts/facts.json")
+    assert [(f["subject"], f["attribute"], f["value"]) for f in facts] == [("Karl", "lends", "his ladder on Saturday")]

@@ -78,6 +78,11 @@ def extraction_messages(user_text: str, reply: str, earlier: Sequence[tuple[str,
     ]
 
 
+def _says_something(field: str) -> bool:
+    """Whether an extracted field holds a letter or a digit (not "...", "-" or nothing)."""
+    return any(char.isalnum() for char in field)
+
+
 def extract_facts(
     complete: Complete, user_text: str, reply: str, earlier: Sequence[tuple[str, str]] = ()
 ) -> list[ExtractedFact]:
@@ -88,14 +93,18 @@ def extract_facts(
     parsed = parse_json_reply(text, FACTS_SCHEMA, "fact extraction")
     if parsed is None:
         return []
+    # A small model copies the prompt's example: {"subject": "...", "attribute": "...", "value": "..."} was stored,
+    # then recalled, listed on the web page and fed to the profile as a fact. A field without a letter or a digit
+    # says nothing.
+    said = [f for f in parsed["facts"] if all(_says_something(f[key]) for key in ("subject", "attribute", "value"))]
     facts = [
         f
-        for f in parsed["facts"]
+        for f in said
         if len(f["value"]) <= MAX_VALUE_CHARS
         and len(f["subject"]) <= MAX_KEY_CHARS
         and len(f["attribute"]) <= MAX_KEY_CHARS
     ]
-    if len(facts) < len(parsed["facts"]):
+    if len(facts) < len(said):
         log.warning(
             "fact extraction: %d fact(s) with a field over %d/%d chars skipped",
             len(parsed["facts"]) - len(facts),
