@@ -203,3 +203,34 @@ def test_a_fact_the_model_copied_from_the_prompts_example_is_not_stored(tmp_path
     assert proc.returncode == 0, proc.stderr
     facts = Workspace(tmp_path / "ws").read_json("facts/facts.json")
     assert [(f["subject"], f["attribute"], f["value"]) for f in facts] == [("Karl", "lends", "his ladder on Saturday")]
+
+
+def test_a_reminder_due_while_the_terminal_chat_was_closed_arrives_once_late_and_says_so(
+    tmp_path, chat_server, test_skills_dir
+):
+    """Day two in the terminal chat: the reminder came due while the chat was closed; the next start prints it
+    once, with "(late: was due HH:MM)" in its own time zone, and marks it delivered."""
+    from datetime import datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    from assistant_framework.stores.reminders import ReminderStore
+
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    ws = Workspace(tmp_path / "ws")
+    berlin = ZoneInfo("Europe/Berlin")
+    now = datetime.now(berlin).replace(microsecond=0)
+    due = now - timedelta(minutes=7)
+    late = f"(late: was due {due:%H:%M})" if due.date() == now.date() else f"(late: was due {due:%Y-%m-%d %H:%M})"
+    ReminderStore(ws).add("console", "take out the bins", due, "Europe/Berlin")
+    term = _chat(config, ws.root)
+    try:
+        term.wait_for(late)
+        term.type("/quit\r")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    shown = term.lines_shown()
+    assert shown.count("⏰ take out the bins") == 1, shown
+    assert shown[shown.index("⏰ take out the bins") + 1] == late
+    [row] = ws.read_json("reminders/reminders.json")
+    assert row["status"] == "delivered"
