@@ -225,6 +225,8 @@ class BotRuntime:
         self._notify = self._notify_all
         if self.llm.spending is not None:
             self.llm.spending.capped = self._tell_capped
+        if self.memory is not None:  # a facts file broken by hand: told in the chat, not only in the log
+            self.memory.on_problem = lambda text: self._notify_all("memory", text)
         if self.collectors is not None:
             self.collector_runner = self._make_runner()
             self.collector_runner.start()

@@ -234,3 +234,30 @@ def test_a_reminder_due_while_the_terminal_chat_was_closed_arrives_once_late_and
     assert shown[shown.index("⏰ take out the bins") + 1] == late
     [row] = ws.read_json("reminders/reminders.json")
     assert row["status"] == "delivered"
+
+
+def test_a_facts_file_broken_by_hand_is_told_in_the_chat_once_and_the_bot_answers_on(
+    tmp_path, chat_server, test_skills_dir
+):
+    """A comma deleted in facts/facts.json: the chat answered on and no new fact was stored, which only the log
+    said. The owner is told in the chat, naming the file and where it breaks; the file is left as it was."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    (config / "memory.json").write_text(json.dumps({"enabled": True, "extract_idle_seconds": 0.1}))
+    ws = Workspace(tmp_path / "ws")
+    broken = '[{"id": "f1", "subject": "user", "attribute": "drink", "value": "tea" "source": "user"}]'
+    ws.write_text("facts/facts.json", broken)
+    chat_server.set_handler(lambda request: {"content": '{"reply": "Noted."}'})
+    term = _chat(config, ws.root)
+    try:
+        term.wait_for("you> ")
+        term.type("my sister Anna lives in Lisbon\r")
+        term.wait_for("Noted.")
+        term.wait_for("📬 memory: workspace file 'facts/facts.json' is not valid JSON: line 1 column 71")
+        term.type("/quit\r")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert term.output.count("📬 memory:") == 1, term.output
+    assert "no new fact is stored until it is fixed" in term.output
+    assert ws.read_text("facts/facts.json") == broken
+    assert not [r for r in chat_server.chat_requests if "extract durable facts" in r["messages"][0]["content"]]

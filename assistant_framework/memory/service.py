@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -16,7 +16,7 @@ from assistant_framework.json_types import JsonObject
 from ..background import BackgroundWorker, InProgress
 from ..config.settings import MemorySettings, Settings
 from ..config.settings.fields import read_record
-from ..stores.facts import FACTS_FILE
+from ..stores.facts import FACTS_FILE, FactStore
 from ..workspace import Workspace
 from . import recall as recall_policy
 from .batching import Exchange, IdleBatcher
@@ -88,6 +88,9 @@ class MemoryService:
         # Searches in progress: the worker's indexing waits for them (a user waits on a search,
         # nobody on the index being a moment behind).
         self._searches = InProgress()
+        #: Tells the owner of a memory file that stops the memory's work (the runtime's notices; None: the log only).
+        self.on_problem: Callable[[str], None] | None = None
+        self._told: str | None = None  # the problem the owner was last told of (once, again after it was gone)
         self.worker = self._new_worker() if start_worker else None
         # Fact extraction waits until the chat is idle and batches the turns since the last one,
         # so a one-slot local server keeps the chat's prompt cached (see batching.py).
@@ -366,6 +369,7 @@ class MemoryService:
         complete = self.complete
         if complete is None:  # the model was taken away (a reload) after the turns were queued
             return
+        self._facts_readable()
         for untrusted in (False, True):
             group = [e for e in exchanges if e.untrusted == untrusted]
             if group:
@@ -377,6 +381,21 @@ class MemoryService:
                 self.journal.remove(group)  # stored: not extracted again at the next start
                 if stored:  # recalled from the next turn on, not only after the periodic refresh
                     self.index.index_files([FACTS_FILE])
+
+    def _facts_readable(self) -> None:
+        """Raise the ValueError of a facts file broken by hand (the batch waits for the fix, extract.py); the owner
+        is told once (``on_problem``), not only the log: the chat answers on and nothing else shows it."""
+        try:
+            FactStore(self.workspace).all()
+        except ValueError as exc:
+            if str(exc) != self._told and self.on_problem is not None:
+                self._told = str(exc)
+                self.on_problem(
+                    f"{exc}. Nothing in it was changed; no new fact is stored until it is fixed (the messages since "
+                    "wait for it). `make doctor` shows where it breaks."
+                )
+            raise
+        self._told = None
 
     def maintenance(self, now: datetime | None = None) -> None:
         """Write episodes for settled days and refresh the profile when due (runs in the worker)."""

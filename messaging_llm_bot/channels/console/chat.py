@@ -105,8 +105,9 @@ def _prompt(service: ConsoleService, lines: Lines) -> None:
             if _done(pending) or not _done(stopped) or isinstance(exc, Terminated):
                 raise
             stopped = list(pending)
-            _stop(service, stopped)
+            # Said before the stop: the turn's "⏹ Stopped." came first at times, then this line below it.
             print(lines.stop_line(), file=service.term.stderr, flush=True)
+            _stop(service, stopped)
             continue
         text = line.strip()
         if service.asked.is_set() and service.answer_question(text) and line:
@@ -114,8 +115,8 @@ def _prompt(service: ConsoleService, lines: Lines) -> None:
         if not line or text.lower() in QUIT_COMMANDS:
             ended = True  # the chat ends once what was sent is answered
         elif not _done(pending) and text.lower() == "/stop":
-            _stop(service, list(pending))
             print("… stopping", file=service.term.stderr, flush=True)
+            _stop(service, list(pending))
         elif text:
             pending.append(service.submit(text))
 
