@@ -279,7 +279,7 @@ class MemoryService:
         if scope.owner_data:
             # A fact or note edited by hand since the last turn (or while the bot was down) is recalled as it is
             # now: a stat of each of the owner's files, only the changed ones read (docs/memory.md).
-            self.index.refresh(HAND_EDITED)
+            self.index.refresh(HAND_EDITED)  # before recall
         prefer = self._date_preference(query, None, None, None)
         with self._searching_now():
             found = search(

@@ -471,4 +471,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         '[Tools] grows by a third: "hi" with the shipped config no longer leaves half a 4,096-token context',
         ("test_user_traps.py",),
     ),
+    Mutation(
+        "stopped-call-without-its-model",
+        f"{BOT}/llm/client.py",
+        "                err.model = err.model or candidate.model",
+        "                pass",
+        "/stats lists a stopped or failed model call under the model 'unknown'",
+        ("test_second_day.py",),
+    ),
 )

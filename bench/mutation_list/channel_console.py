@@ -106,4 +106,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a streamed answer stands still at the terminal's right edge until its line ends",
         ("test_first_day.py",),
     ),
+    Mutation(
+        "ctrl-c-leaves-the-prompt",
+        f"{BOT}/channels/console/extras.py",
+        "        event.app.erase_when_done = self._busy",
+        "        event.app.erase_when_done = False",
+        "a Ctrl-C that stops an answer leaves an empty 'you>' line above '… stopping'",
+        ("test_second_day.py",),
+    ),
 )

@@ -146,4 +146,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "skills install installs without the owner's yes",
         AGENT_SKILLS_INSTALL,
     ),
+    Mutation(
+        "setup-rerun-walks-every-step",
+        f"{BOT}/ops/setup/wizard.py",
+        "        if runner is None or not self.a.interactive or self._answers_given():",
+        "        if True:",
+        "setup run again for the time zone asks for the bot token and the model server first",
+        ("test_setup_rerun.py",),
+    ),
 )

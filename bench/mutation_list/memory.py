@@ -160,4 +160,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         "facts taken from a chat are not recalled in the next conversation until the idle refresh",
         ("test_memory_background.py",),
     ),
+    Mutation(
+        "hand-edits-wait-for-the-refresh",
+        f"{AF}/memory/service.py",
+        "            self.index.refresh(HAND_EDITED)  # before recall",
+        "            pass",
+        "a fact or note edited by hand is recalled as it was until the idle refresh, a minute later or never",
+        ("test_second_day.py",),
+    ),
+    Mutation(
+        "broken-facts-only-in-the-log",
+        f"{AF}/memory/service.py",
+        "            if str(exc) != self._told and self.on_problem is not None:",
+        "            if False:",
+        "a facts.json broken by hand stops the facts being stored, and only the log says so",
+        ("test_second_day.py",),
+    ),
+    Mutation(
+        "placeholder-facts-stored",
+        f"{AF}/memory/extract.py",
+        "    return any(char.isalnum() for char in field)",
+        "    return True",
+        "a small model's copy of the prompt's example ('...') is stored as a fact",
+        ("test_second_day.py",),
+    ),
 )
