@@ -12,6 +12,7 @@ import pytest
 from assistant_framework.workspace import Workspace
 from tests.cli_inprocess import run_cli
 from tests.console_harness import Terminal, write_config
+from tests.waiting import wait_until
 
 pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
 
@@ -261,3 +262,39 @@ def test_a_facts_file_broken_by_hand_is_told_in_the_chat_once_and_the_bot_answer
     assert "no new fact is stored until it is fixed" in term.output
     assert ws.read_text("facts/facts.json") == broken
     assert not [r for r in chat_server.chat_requests if "extract durable facts" in r["messages"][0]["content"]]
+
+
+def test_ctrl_c_at_the_prompt_clears_the_line_and_says_how_to_leave_a_second_one_leaves(
+    tmp_path: Path, chat_server, test_skills_dir
+) -> None:
+    """A Ctrl-C meant for an answer that had just ended (SmolLM2 writes fast) left the chat at once, though the chat
+    says "Ctrl-C stops an answer, /quit or Ctrl-D to leave". At the prompt it now clears the line typed and says how
+    to leave; the chat goes on; a second Ctrl-C in a row leaves."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    chat_server.enqueue('{"reply": "first answer"}', '{"reply": "still here"}')
+    term = _chat(config, tmp_path / "ws")
+    try:
+        term.wait_for("you> ")
+        term.type("hello\r")
+        term.wait_for("first answer")
+        term.wait_for("you> ", start=term.output.index("first answer"))
+        inbox = Workspace(tmp_path / "ws").root / "state" / "inbox" / "pending"
+        wait_until(lambda: not any(path.is_file() for path in inbox.rglob("*")), what="the answered message completed")
+        term.type("half a line")
+        term.wait_for("half a line")
+        term.type("\x03")  # the answer is over: nothing to stop
+        term.wait_for("(Ctrl-C again, /quit or Ctrl-D to leave the chat)")
+        mark = term.output.index("(Ctrl-C again")
+        term.wait_for("you> ", start=mark)
+        term.type("are you there?\r")
+        term.wait_for("still here", start=mark)
+        assert term.proc.poll() is None
+        term.wait_for("you> ", start=term.output.index("still here", mark))
+        term.type("\x03")
+        term.wait_for("(Ctrl-C again", start=term.output.index("still here", mark))
+        term.type("\x03")  # the second in a row
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    asked = chat_server.chat_requests[-1]["messages"][-1]["content"]
+    assert asked.startswith("are you there?") and "half a line" not in asked  # the line Ctrl-C cleared is gone

@@ -27,6 +27,10 @@ QUIT_COMMANDS = ("/quit", "/exit")
 LOCK_FILE, LOCK_WHO = "state/console.lock", "chat: another terminal chat"
 EXIT_USAGE = 2
 POLL_SECONDS = 0.1  # how often the main thread looks for a line typed meanwhile while an answer is written
+#: How long a Ctrl-C waits for a turn that is only finishing (its answer shown) before it counts as a stop.
+SETTLE_SECONDS = 0.5
+#: Said at a Ctrl-C at the prompt (no answer being written): the next Ctrl-C leaves.
+LEAVE_HINT = "(Ctrl-C again, /quit or Ctrl-D to leave the chat)"
 
 
 def run_console(
@@ -90,10 +94,11 @@ def _signals() -> Iterator[None]:
 
 def _prompt(service: ConsoleService, lines: Lines) -> None:
     """Read and answer lines until the input ends or /quit (what the last run left answered first), and the
-    answers to lines sent before it are written. A line while a question is shown answers it; a first Ctrl-C
-    while an answer is written stops it (a second one, or SIGTERM, raises)."""
+    answers to lines sent before it are written. A line while a question is shown answers it; a Ctrl-C
+    (``_interrupted``) stops the answer being written, or at the prompt says how to leave."""
     pending, ended = [service.submit("")], False
     stopped: list[concurrent.futures.Future[None]] = []  # what a first Ctrl-C stopped
+    armed = False  # a Ctrl-C came, and no line since: the next one leaves
     while not (ended and _done(pending)):
         pending = [] if _done(pending) else pending
         try:
@@ -102,13 +107,9 @@ def _prompt(service: ConsoleService, lines: Lines) -> None:
                 continue
             line = lines.read(bool(pending))
         except KeyboardInterrupt as exc:
-            if _done(pending) or not _done(stopped) or isinstance(exc, Terminated):
-                raise
-            stopped = list(pending)
-            # Said before the stop: the turn's "⏹ Stopped." came first at times, then this line below it.
-            print(lines.stop_line(), file=service.term.stderr, flush=True)
-            _stop(service, stopped)
+            stopped, armed = _interrupted(service, lines, exc, pending, stopped, armed), True
             continue
+        armed = False
         text = line.strip()
         if service.asked.is_set() and service.answer_question(text) and line:
             continue  # the question's answer (Ctrl-D declines it)
@@ -119,6 +120,32 @@ def _prompt(service: ConsoleService, lines: Lines) -> None:
             _stop(service, list(pending))
         elif text:
             pending.append(service.submit(text))
+
+
+def _interrupted(
+    service: ConsoleService,
+    lines: Lines,
+    exc: KeyboardInterrupt,
+    pending: list[concurrent.futures.Future[None]],
+    stopped: list[concurrent.futures.Future[None]],
+    armed: bool,
+) -> list[concurrent.futures.Future[None]]:
+    """A Ctrl-C: while an answer is written it stops it (what it stopped is returned); at the prompt of a terminal
+    it clears the line typed and says how to leave: the chat was left by a Ctrl-C meant for an answer that had
+    just ended. A second one in a row, one while a stop is under way, SIGTERM and piped input's leave (raised)."""
+    # An answer shown a moment before is still being recorded: its turn ends within SETTLE_SECONDS (the prompt is
+    # there all along, so the owner sees nothing being written).
+    idle = not concurrent.futures.wait(pending, SETTLE_SECONDS).not_done
+    if isinstance(exc, Terminated) or not _done(stopped) or (idle and (armed or not service.term.interactive)):
+        raise exc
+    if idle:
+        lines.clear()
+        print(LEAVE_HINT, file=service.term.stderr, flush=True)
+        return stopped
+    # Said before the stop: the turn's "⏹ Stopped." came first at times, then this line below it.
+    print(lines.stop_line(), file=service.term.stderr, flush=True)
+    _stop(service, list(pending))
+    return list(pending)
 
 
 def _done(pending: list[concurrent.futures.Future[None]]) -> bool:

@@ -74,6 +74,9 @@ class PlainLines:
         except (AttributeError, OSError, ValueError):
             return False  # no descriptor: such a line waits for the answer
 
+    def clear(self) -> None:
+        """Nothing to forget: the terminal's line discipline dropped the line typed at the Ctrl-C."""
+
     def stop_line(self) -> str:
         """The line said at a Ctrl-C that stops an answer: on a line of its own, after the ``^C`` the terminal
         showed."""
@@ -104,7 +107,7 @@ class PromptLines:
             self._busy, self.session.app.erase_when_done = busy, False
             try:
                 text = self.session.prompt(self.out.prompt, default=begun)
-            except KeyboardInterrupt:  # it stops an answer: what was typed stays for the next prompt
+            except KeyboardInterrupt:  # it stops an answer: what was typed stays for the next prompt (or ``clear``)
                 self._begun = self.session.default_buffer.text
                 raise
             except EOFError:  # Ctrl-D: the terminal back in cooked mode, a Ctrl-C while the answer ends is SIGINT
@@ -113,6 +116,10 @@ class PromptLines:
             # A byte the terminal's UTF-8 cannot decode came as a lone surrogate: U+FFFD, as such text cannot be stored.
             self._lines.extend(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").split("\n"))
         return self._lines.popleft() + "\n"
+
+    def clear(self) -> None:
+        """Forget the line typed when Ctrl-C came (at the prompt it clears the line, as in a shell)."""
+        self._begun = ""
 
     def stop_line(self) -> str:
         """The line said at a Ctrl-C that stops an answer: the prompt is gone (``interrupt``), so it comes right
