@@ -114,4 +114,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a Ctrl-C that stops an answer leaves an empty 'you>' line above '… stopping'",
         ("test_second_day.py",),
     ),
+    Mutation(
+        "ctrl-c-at-the-prompt-leaves",
+        f"{BOT}/channels/console/chat.py",
+        "(idle and (armed or not service.term.interactive))",
+        "idle",
+        "a Ctrl-C just after an answer ended leaves the chat at once",
+        ("test_second_day.py",),
+    ),
 )
