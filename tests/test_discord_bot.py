@@ -4,7 +4,9 @@ DM from the owner gets one answer (grown by edits while the model streams); a gu
 mention is ignored (mention mode), one with it is answered in its channel; the same message id delivered twice is
 answered once; a stranger gets a pairing code once and reaches no model; a 429 is waited out; a SIGKILL mid-stream
 leaves one message, edited into the whole answer after the restart; a SIGKILL while a message is held (the inbox
-cannot store) loses nothing: the restart reads it from the DM's history. One bot process for the module."""
+cannot store) loses nothing: the restart reads it from the DM's history; a send Discord holds at a SIGKILL and
+takes after it (the live message, a reply's second part) is not a second message after the restart (the
+nonce). One bot process for the module."""
 
 from __future__ import annotations
 
@@ -276,3 +278,72 @@ def test_a_crash_while_a_message_is_held_loses_nothing(running: Running) -> None
 
 def _texts(discord: FakeDiscordAPI, dm: str) -> list[str]:
     return [m["content"] for m in discord.posted(dm)]
+
+
+MESSAGES = "POST /channels/{channel_id}/messages"
+
+
+def _restart(
+    running: Running, reached: threading.Event, wait_landed: Callable[[], bool], killed: threading.Event | None = None
+) -> None:
+    """SIGKILL while Discord holds the send, the send then taken (the message made, its answer never read, the
+    ledger without it), the bot started again until its inbox is empty."""
+    bot = running.bot
+    bot.kill()
+    if killed is not None:
+        killed.set()
+    reached.set()
+    wait_until(wait_landed, timeout=30, what="the held send to land after the kill")
+    bot.start()
+    wait_until(lambda: _connected(bot), timeout=60, what="the restarted bot to connect to the gateway")
+    wait_until(lambda: not _pending(running.workspace), timeout=30, what="the replayed answer")
+
+
+def test_a_live_message_that_reached_discord_just_before_a_kill_is_not_sent_twice(running: Running) -> None:
+    """SIGKILL while the first (live) message's send is held by Discord: it lands after the kill, its id never
+    recorded. The restarted turn sends its live message again with the same nonce (the item's): Discord gives
+    that message back, it is edited into the whole answer, and no second message is made."""
+    discord, model = running.discord, running.model
+    model.reset()
+    dm = discord.dms[OWNER]
+    before, calls = len(discord.posted(dm)), len(discord.calls(MESSAGES))
+    answer = "Vienna is the capital of Austria, on the Danube."
+    words = answer.split(" ")
+    slow = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
+    killed = threading.Event()
+    gate = held_until({3: killed.is_set})  # the first words shown, the rest only after the kill
+    model.enqueue(
+        {"content": '{"reply": "' + answer + '"}', "stream_chunks": slow, "chunk_gate": gate},
+        '{"reply": "' + answer + '"}',  # the restart's turn asks again
+    )
+    reached = discord.hold_next(MESSAGES)
+    discord.dm(OWNER, "What is the capital of Austria?")
+    wait_until(lambda: len(discord.calls(MESSAGES)) > calls, timeout=30, what="the live message's send")
+    _restart(running, reached, lambda: len(discord.posted(dm)) > before, killed)
+    shown = discord.posted(dm)[before:]
+    assert len(shown) == 1, [(m["content"], m.get("nonce")) for m in shown]
+    [message] = shown  # the one made before the kill, edited into the answer
+    assert message["content"] == answer
+    assert len(discord.calls(MESSAGES)) == calls + 2  # sent twice, made once
+    assert len(model.chat_requests) == 2
+
+
+def test_a_reply_part_that_reached_discord_just_before_a_kill_is_not_sent_twice(running: Running) -> None:
+    """A reply of two messages: the second's send is held, the bot killed, then the send lands. The ledger has
+    the first part (the live message edited into it), not the second: the restart sends the second again with
+    its nonce, and Discord answers with the message it made. Two messages, each once."""
+    discord, model = running.discord, running.model
+    model.reset()
+    dm = discord.dms[OWNER]
+    before, calls = len(discord.posted(dm)), len(discord.calls(MESSAGES))
+    first, second = "Rivers of Europe. " * 110, "The Danube flows through ten countries."
+    answer = first.strip() + "\\n\\n" + second  # over 2,000 characters: two messages
+    model.enqueue('{"reply": "' + answer + '"}')
+    reached = discord.hold_next(MESSAGES, skip=1)  # the live message goes out, the second part is held
+    discord.dm(OWNER, "Tell me about rivers.")
+    wait_until(lambda: len(discord.calls(MESSAGES)) > calls + 1, timeout=30, what="the second part's send")
+    _restart(running, reached, lambda: len(discord.posted(dm)) > before + 1)
+    texts = [m["content"] for m in discord.posted(dm)[before:]]
+    assert texts == [first.strip(), second]
+    assert len(discord.calls(MESSAGES)) == calls + 3  # the second part sent twice, made once
+    assert len(model.chat_requests) == 1  # the reply was in the ledger: the model is not asked again

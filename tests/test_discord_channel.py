@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.discord_harness import OWNER, STRANGER, RunningDiscord, discord_config, question_of
 from tests.waiting import wait_until
 
@@ -62,3 +64,59 @@ def test_only_the_owners_press_answers_a_question(
     assert workspace.exists("notes/important.md")  # the owner said no
     [question] = [m for m in discord_api.posted(discord_api.dms[OWNER]) if m["id"] == message["id"]]
     assert question["content"].endswith("No: not done.") and question["components"] == []
+
+
+@pytest.mark.server  # the fake Discord's aiohttp server, asked over HTTP directly
+def test_the_fake_makes_one_message_per_enforced_nonce_within_its_window(discord_api: Any) -> None:
+    """Discord's Create Message as documented: with ``enforce_nonce`` a nonce the same author sent in the past
+    few minutes gives back the message it made (as it shows now), no new one; past the window, or without
+    ``enforce_nonce``, a new message; a nonce over 25 characters is refused."""
+    import httpx
+
+    dm = discord_api.add_user(OWNER)
+    url = f"{discord_api.base_url}/channels/{dm}/messages"
+    headers = {"Authorization": f"Bot {discord_api.token}"}
+    now = [1000.0]
+    discord_api.clock = lambda: now[0]
+
+    def create(content: str, **body: Any) -> httpx.Response:
+        return httpx.post(url, json={"content": content, **body}, headers=headers, timeout=10)
+
+    first = create("one", nonce="n-1", enforce_nonce=True).json()
+    assert first["nonce"] == "n-1"
+    now[0] += discord_api.nonce_window - 1
+    again = create("one, sent again", nonce="n-1", enforce_nonce=True).json()
+    assert again["id"] == first["id"] and again["content"] == "one"  # the message made first
+    assert create("two", nonce="n-1").json()["id"] != first["id"]  # not enforced: a new message
+    now[0] += 2  # past the window
+    later = create("three", nonce="n-1", enforce_nonce=True).json()
+    assert later["id"] != first["id"] and later["content"] == "three"
+    refused = create("four", nonce="x" * 26, enforce_nonce=True)
+    assert refused.status_code == 400 and refused.json()["code"] == 50035
+    assert [m["content"] for m in discord_api.posted(dm)] == ["one", "two", "three"]
+
+
+def test_a_turns_file_sent_again_with_its_key_is_one_message(start_discord: Any, discord_api: Any) -> None:
+    """What a kill between a file's send and its record does: the restart sends it with the same key (the
+    item's and the file's), and Discord gives back the message it made; another key is another message."""
+    import asyncio
+
+    from messaging_llm_bot.channels.contract import Address, OutgoingFile
+
+    bot = start_discord()
+    dm = discord_api.add_user(OWNER)
+    path = bot.runtime.workspace.path("exports")
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "list.csv").write_text("milk,bread\n", encoding="utf-8")
+    out = OutgoingFile("file", path / "list.csv", "the list")
+
+    def send(key: str) -> str:
+        sending = bot.service.channel.send_file(Address(dm), out, key=key)
+        return asyncio.run_coroutine_threadsafe(sending, bot.service._loop).result(10).message_ids[0]
+
+    first = send("discord_dm/0001:exports/list.csv")
+    assert send("discord_dm/0001:exports/list.csv") == first
+    other = send("discord_dm/0002:exports/list.csv")
+    assert other != first
+    assert [m["id"] for m in discord_api.posted(dm)] == [first, other]
+    assert discord_api.attached(discord_api.posted(dm)[0]) == [("list.csv", b"milk,bread\n")]

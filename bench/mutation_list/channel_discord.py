@@ -79,4 +79,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         " read from the channels' history: lost",
         ("test_discord_catchup.py", *KIT_SLACK_DISCORD),
     ),
+    Mutation(
+        "discord-nonce-random",
+        f"{BOT}/channels/discord/channel.py",
+        '    return hashlib.sha256(f"{key}\\x00{part}".encode()).hexdigest()[:NONCE_CHARS]',
+        "    return secrets.token_hex(12)",
+        "a reply part, a turn's file or the live message that reached Discord just before a kill is made a second"
+        " time by the restart's send (a random nonce each time)",
+        (*DISCORD_BOT, *DISCORD),
+    ),
+    Mutation(
+        "discord-left-live-not-taken-over",
+        f"{BOT}/channels/discord/turn.py",
+        "        if live is None and self._may_have_left_live(item):",
+        "        if False:",
+        "a live message a kill left unrecorded stays beside the restart's reply when the restarted turn shows none",
+        DISCORD_BOT,
+    ),
 )

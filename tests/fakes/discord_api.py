@@ -17,7 +17,13 @@ address (``ws://127.0.0.1:<port>/gateway``). What it answers, as Discord documen
 - ``POST /channels/{id}/messages``: JSON or multipart (``payload_json`` and ``files[n]``); an unknown channel 404
   code 10003; content over 2,000 characters 400 code 50035 (``BASE_TYPE_MAX_LENGTH``); nothing to send 400 code
   50006; a file over 10 MiB 413 code 40005; ``message_reference`` to a message not in the channel 400 code
-  50035. Answers the message object.
+  50035; a ``nonce`` (an integer or a string of at most 25 characters, else 400 code 50035) is echoed in the
+  message; with ``enforce_nonce: true`` "if another message was created by the same author with the same nonce"
+  within the past few minutes (``nonce_window`` seconds, ``NONCE_WINDOW_SECONDS``: Discord names no figure, the
+  fake takes two minutes; ``clock`` may be replaced to step past it), "that message will be returned and no new
+  message will be created": the one made first, as it shows now. Answers the message object. ``hold_next(route,
+  skip)`` holds the call after ``skip`` others until the test releases it: the body taken, the message made only
+  then (the client may be gone: Discord makes it all the same).
 - ``GET /channels/{id}/messages`` (Get Channel Messages): ``limit`` 1-100 (default 50, else 400 code 50035),
   ``after`` (the ``limit`` messages right after that id) or ``before`` (the ``limit`` right before it) or neither
   (the newest), newest first as Discord answers; more than one of ``after``/``before``/``around`` 400 code 50035
@@ -71,6 +77,9 @@ HEARTBEAT_MS = 41250
 KNOWN_INTENTS = sum(1 << bit for bit in (*range(0, 17), 20, 21, 24, 25))
 MESSAGE_CONTENT, GUILD_MEMBERS, GUILD_PRESENCES = 1 << 15, 1 << 1, 1 << 8
 _EPOCH_MS = 1420070400000
+MAX_NONCE = 25
+#: How long a nonce sent with ``enforce_nonce`` gives back the message it made ("the past few minutes").
+NONCE_WINDOW_SECONDS = 120.0
 
 
 def snowflake(counter: itertools.count) -> str:
@@ -136,6 +145,10 @@ class FakeDiscordAPI:
         self.callbacks: list[dict[str, Any]] = []
         self.limits: dict[str, tuple[int, float]] = {}
         self.outages: set[str] = set()  # routes answered 503 until the outage ends
+        self.holds: dict[str, list[list[Any]]] = {}  # route -> [[calls to let through first, release]]
+        self.nonce_window = NONCE_WINDOW_SECONDS
+        self.clock = time.monotonic
+        self._nonces: dict[tuple[str, str], tuple[str, float]] = {}  # (author, nonce) -> (message id, made at)
         self.refused = 0
         self.files: dict[str, bytes] = {}  # attachment path -> its bytes
         self._interactions: dict[str, dict[str, Any]] = {}  # id -> {"token", "answered"}
@@ -428,6 +441,28 @@ class FakeDiscordAPI:
     def ratelimit(self, route: str, times: int, retry_after: float) -> None:
         self.limits[route] = (times, retry_after)
 
+    def hold_next(self, route: str, skip: int = 0) -> threading.Event:
+        """Hold the call of ``route`` after the next ``skip`` until the returned event is set (at most 60 s): its
+        body read, its message made only then, as when the network is slow at that step (``calls`` says it
+        arrived)."""
+        release = threading.Event()
+        with self._lock:
+            self.holds.setdefault(route, []).append([skip, release])
+        return release
+
+    async def _held(self, route: str) -> None:
+        with self._lock:
+            waiting = self.holds.get(route, [])
+            release = None
+            for hold in waiting:
+                if hold[0] == 0:
+                    release = hold[1]
+                    waiting.remove(hold)
+                    break
+                hold[0] -= 1
+        if release is not None:
+            await asyncio.to_thread(release.wait, 60)
+
     def outage(self, route: str, on: bool = True) -> None:
         """Every call of ``route`` answered 503 (Discord cannot take it now) while ``on``."""
         (self.outages.add if on else self.outages.discard)(route)
@@ -526,6 +561,13 @@ class FakeDiscordAPI:
         if isinstance(read, web.Response):
             return read
         body, files = read
+        nonce = body.get("nonce")
+        if nonce is not None and (not isinstance(nonce, (str, int)) or len(str(nonce)) > MAX_NONCE):
+            return _invalid_form("nonce", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_NONCE} or fewer in length.")
+        await self._held("POST /channels/{channel_id}/messages")
+        made = self._made_before(nonce) if body.get("enforce_nonce") is True else None
+        if made is not None:
+            return _json({k: v for k, v in made.items() if k != "history"})
         content = body.get("content") or ""
         if len(content) > MAX_CONTENT:
             return _invalid_form("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.")
@@ -537,13 +579,25 @@ class FakeDiscordAPI:
         ):
             return _invalid_form("message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")
         message = self._message(channel_id, self.bot, content, components=body.get("components") or [])
+        if nonce is not None:
+            message["nonce"] = nonce
         for name, data in files:
             message["attachments"].append(self._attachment_of(channel_id, name, data))
         if reference:
             message["message_reference"] = {"message_id": str(reference["message_id"]), "channel_id": channel_id}
         with self._lock:
             self.messages.append({**message, "history": [content]})
+            if nonce is not None and body.get("enforce_nonce") is True:
+                self._nonces[(self.bot["id"], str(nonce))] = (message["id"], self.clock())
         return _json(message)
+
+    def _made_before(self, nonce: object) -> dict[str, Any] | None:
+        """The bot's message made with ``nonce`` within ``nonce_window`` seconds, as it shows now."""
+        with self._lock:
+            made = self._nonces.get((self.bot["id"], str(nonce)))
+            if made is None or self.clock() - made[1] > self.nonce_window:
+                return None
+            return next((m for m in self.messages if m["id"] == made[0]), None)
 
     async def _list_messages(self, request: web.Request) -> web.Response:
         channel_id, query = request.match_info["channel_id"], request.query

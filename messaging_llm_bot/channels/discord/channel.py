@@ -1,12 +1,21 @@
 """The Discord channel's side of the contract (channels/contract.py): text split to 2,000 characters and sent to
 the conversation's channel, edited in place, typing shown, yes/no questions answered by a reply
 (conversation/approvals.py's ``ReplyApprovals``). An ``Address``'s chat is the Discord channel's id (a DM, a
-guild channel or a thread)."""
+guild channel or a thread).
+
+Every part of a reply, a file of a turn and the first live message carries a nonce made from its reply's key (its
+inbox item) and the part (``nonce``), with ``enforce_nonce`` (discord.py sends it with every nonce): Discord
+creates one message per nonce of an author within a few minutes and answers a repeat with the message it made, so
+a part sent again after a crash (out, but not yet in the ledger) is not a second message. Without a key (a short
+text, a question) the nonce is random: discord.py's own retries of that send are still one message.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
+import secrets
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -31,6 +40,17 @@ from messaging_llm_bot.conversation.outgoing import send_parts
 
 if TYPE_CHECKING:
     import discord
+
+#: Discord takes a nonce of at most 25 characters.
+NONCE_CHARS = 25
+
+
+def nonce(key: str, part: int | str) -> str:
+    """The nonce of part ``part`` of the reply (or turn) ``key``: the same after a restart; a random one without a
+    key (the library's own retries of that send are still one message)."""
+    if not key:
+        return secrets.token_hex(12)
+    return hashlib.sha256(f"{key}\x00{part}".encode()).hexdigest()[:NONCE_CHARS]
 
 
 class DiscordChannel:
@@ -59,9 +79,9 @@ class DiscordChannel:
     async def stop(self, timeout: float) -> None:
         return None
 
-    async def post(self, channel: str, text: str) -> str:
-        """One message of at most 2,000 characters; its id."""
-        sent = await call("send a message", messageable(self.client, channel).send(content=text))
+    async def post(self, channel: str, text: str, once: str) -> str:
+        """One message of at most 2,000 characters, made once for the nonce ``once`` (``nonce``); its id."""
+        sent = await call("send a message", messageable(self.client, channel).send(content=text, nonce=once))
         return str(sent.id)
 
     async def edit(self, channel: str, message_id: str, text: str) -> None:
@@ -69,7 +89,10 @@ class DiscordChannel:
         await call("edit a message", target.edit(content=text[:MAX_TEXT_CHARS]))
 
     async def send_text(self, to: Address, text: TextOut) -> Sent:
-        return await send_parts(split(text.markdown), text, lambda _index, part, _quote: self.post(to.chat_id, part))
+        # The same nonce for the same part of the same reply: sent again after a crash, Discord keeps one message.
+        return await send_parts(
+            split(text.markdown), text, lambda index, part, _quote: self.post(to.chat_id, part, nonce(text.key, index))
+        )
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
         """The message replaced by ``markdown``'s first part; raises like ``send_text``."""
@@ -83,8 +106,9 @@ class DiscordChannel:
         """ "typing..." shown once (Discord shows it 10 s, or until the bot's next message)."""
         await call("show typing", messageable(self.client, channel).typing())
 
-    async def send_file(self, to: Address, file: OutgoingFile) -> Sent:
-        """The file as an attachment (the caption as the message's text); the message's id."""
+    async def send_file(self, to: Address, file: OutgoingFile, key: str = "") -> Sent:
+        """The file as an attachment (the caption as the message's text), one message for the same ``key`` (a
+        turn's file sent again after a crash); the message's id."""
         import discord
 
         size = await asyncio.to_thread(lambda: file.path.stat().st_size)
@@ -93,7 +117,8 @@ class DiscordChannel:
         data = await asyncio.to_thread(file.path.read_bytes)
         attachment = discord.File(io.BytesIO(data), filename=file.path.name)
         caption = file.caption[:MAX_TEXT_CHARS] if file.caption else None
-        sent = await call("send a file", messageable(self.client, to.chat_id).send(content=caption, file=attachment))
+        sending = messageable(self.client, to.chat_id).send(content=caption, file=attachment, nonce=nonce(key, "file"))
+        sent = await call("send a file", sending)
         return Sent((str(sent.id),))
 
     async def fetch(self, media: Media, folder: Path, limit_bytes: int) -> Path:

@@ -3,7 +3,10 @@ then edited).
 
 Progress and the inbox's ledger (``record_live``) name a message by an integer; a Discord message id is one (a
 snowflake), so the live message's id is Progress's as it is: the ledger records it as soon as it is sent, and a
-restart after a crash edits that message instead of posting another.
+restart after a crash edits that message instead of posting another. It is sent with its reply's nonce
+(``nonce(key, LIVE_PART)``): a kill after Discord made it but before the ledger recorded it, and the restarted
+turn's first send is answered with that same message (within Discord's few minutes), edited, never left beside
+another.
 """
 
 from __future__ import annotations
@@ -12,24 +15,26 @@ import logging
 
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable
-from messaging_llm_bot.channels.discord.channel import DiscordChannel
+from messaging_llm_bot.channels.discord.channel import DiscordChannel, nonce
 from messaging_llm_bot.channels.discord.format import MAX_TEXT_CHARS
 
 log = logging.getLogger(__name__)
+
+LIVE_PART = "live"  # the nonce's part name of a reply's live message
 
 
 class DiscordLive:
     """``LiveMessage`` in one Discord channel, its ids the messages' snowflakes; best effort: no call raises."""
 
-    def __init__(self, channel: DiscordChannel, to: str) -> None:
-        self.channel, self.to = channel, to
+    def __init__(self, channel: DiscordChannel, to: str, key: str = "") -> None:
+        self.channel, self.to, self.key = channel, to, key  # key: the reply's (its inbox item)
 
     def fit(self, text: str) -> str:
         return text[:MAX_TEXT_CHARS]
 
     async def send(self, text: str) -> int | None:
         try:
-            return int(await self.channel.post(self.to, text))
+            return int(await self.channel.post(self.to, text, nonce(self.key, LIVE_PART)))
         except (DiscordUnavailable, DeliveryError) as err:
             log.info("discord: the live message in %s was not sent: %s", self.to, err)
             return None

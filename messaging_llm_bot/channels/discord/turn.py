@@ -2,6 +2,11 @@
 growing in one message while the model writes (edits, conversation/progress.py), then the reply delivered through
 the ledger: the live message edited into the first part, the rest sent after it in the same channel.
 
+Every send carries a nonce of the item's (channel.py's ``nonce``): a part, a file or the live message that
+reached Discord just before a kill (its ledger record not written) is the same message when the restart sends it
+again. A message taken before this process started may have a live message a kill left unrecorded; when the
+restarted turn shows none of its own, its reply takes that one over by the same nonce (``send_reply``).
+
 Used for live messages, the start-up replay, job runs and the owner's notices; the caller holds the chat's queue,
 so one conversation's messages are answered in order. Each part goes out once and is recorded as it goes: a crash
 resends only what is not recorded. While Discord cannot be reached or rate-limits the bot longer than the library
@@ -11,17 +16,19 @@ waits, the reply waits (it is in the inbox) and is retried until a stop.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 from assistant_framework.config.settings import DiscordSettings
 from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.agent.guard import ApproveCallback
-from messaging_llm_bot.channels.contract import Address, DeliveryError
+from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable
-from messaging_llm_bot.channels.discord.channel import DiscordChannel
+from messaging_llm_bot.channels.discord.channel import DiscordChannel, nonce
 from messaging_llm_bot.channels.discord.files import save_files
 from messaging_llm_bot.channels.discord.format import CAPABILITIES
-from messaging_llm_bot.channels.discord.live import DiscordLive
+from messaging_llm_bot.channels.discord.live import LIVE_PART, DiscordLive
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of_payload
 from messaging_llm_bot.channels.discord.settings import api_url, channel_of
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
@@ -47,6 +54,7 @@ class DiscordTurns(ChatTurns):
         super().__init__(runtime, inbox, "discord")
         self.platform = channel
         self._config = config
+        self._started_ns = time.time_ns()  # an item accepted before it (its seq) was taken by an earlier process
 
     @property
     def config(self) -> DiscordSettings:
@@ -79,11 +87,42 @@ class DiscordTurns(ChatTurns):
 
     async def shows(self, item: InboxItem, msg: TurnMessage) -> Shows:
         stream = self.config.stream and self.runtime.settings.llm.stream
-        live = DiscordLive(self.platform, msg.to.chat_id)
+        live = DiscordLive(self.platform, msg.to.chat_id, item.item_id)
         return self.live_progress(item, live, stream=stream, edit_interval=self.config.edit_interval_seconds)
 
     def approver(self, item: InboxItem, msg: TurnMessage, loop: asyncio.AbstractEventLoop) -> ApproveCallback:
         return self.platform.approvals.approver(item.conversation_id, loop)
+
+    async def send_reply(
+        self, item: InboxItem, to: Address, reply: str, live: str | None = None, reply_to: str | None = None
+    ) -> None:
+        """The reply through the ledger (``ChatTurns.send_reply``); a message an earlier process took, with no
+        live message recorded nor part sent, first takes over the live message a kill may have left."""
+        if live is None and self._may_have_left_live(item):
+            live = await self._left_live(item, to)
+        await super().send_reply(item, to, reply, live, reply_to)
+
+    def _may_have_left_live(self, item: InboxItem) -> bool:
+        return (
+            item.seq < self._started_ns
+            and item.live is None
+            and not self.inbox.parts_sent(item.item_id)
+            and message_of_payload(item.payload) is not None
+        )
+
+    async def _left_live(self, item: InboxItem, to: Address) -> str:
+        """The live message sent by the nonce an earlier process used: the one it left (Discord gives it back
+        within its few minutes), else a new one; recorded, and edited into the reply's first part."""
+        sent = await self.platform.post(to.chat_id, "…", nonce(item.item_id, LIVE_PART))
+        await self.record_live(item.item_id, int(sent))
+        return sent
+
+    async def send_workspace_file(self, item: InboxItem, to: Address, one: FileToSend) -> str:
+        """The ``send_file`` skill's file; its nonce is the item's and the file's: sent again after a crash (out,
+        not yet in the files' ledger), Discord answers with the message it made."""
+        out = OutgoingFile("photo" if one.photo else "file", one.path, one.caption)
+        sent = await self.platform.send_file(to, out, key=f"{item.item_id}:{one.rel}")
+        return sent.message_ids[0]
 
 
 def joinable(msg: DiscordMessage) -> bool:
