@@ -239,6 +239,50 @@ def test_a_part_sent_again_with_the_same_key_is_one_message(matrix: MatrixWorld)
     assert len(matrix.owner.texts(room, matrix.bot.user_id)) == 3
 
 
+def test_a_part_a_restarted_bot_sends_again_on_its_kept_device_is_one_message(matrix: MatrixWorld) -> None:
+    """What a kill between a send and its ledger record does across processes: the next start logs in again
+    with the password on the device it kept (a new access token) and sends the part again with the same
+    transaction id; the homeserver (Synapse, which scopes transaction ids to the device) gives back the event it
+    made. A new device would be a second message (it is: the last send here)."""
+    import asyncio
+
+    from assistant_framework.config.settings import MatrixSettings
+    from messaging_llm_bot.channels.contract import Address, TextOut
+    from messaging_llm_bot.channels.matrix.channel import MatrixChannel
+    from messaging_llm_bot.channels.matrix.client import MatrixClient
+    from tests.matrix_harness import PASSWORD
+
+    room = matrix.direct_room()
+    matrix.bot.join(room)
+    config = MatrixSettings(
+        homeserver=matrix.server.url,
+        user_id=matrix.bot.user_id,
+        password=PASSWORD,
+        device_name="test",
+        allowed=(matrix.owner.user_id,),
+        typing=False,
+    )
+    reply = TextOut("The part that was out when the bot was killed.", key="mx_room/000003")
+
+    async def send(device_id: str | None) -> tuple[str, str, str]:
+        channel = MatrixChannel(MatrixClient(config, device_id))
+        await channel.start()
+        try:
+            sent = await channel.send_text(Address(room), reply)
+            return sent.message_ids[0], channel.client.device_id, str(channel.client.nio.access_token)
+        finally:
+            await channel.stop(5)
+
+    before = len(matrix.owner.texts(room, matrix.bot.user_id))
+    first, device, token = asyncio.run(send(None))
+    again, same_device, new_token = asyncio.run(send(device))  # the restart: a new login on the kept device
+    assert same_device == device and new_token != token
+    assert again == first
+    assert len(matrix.owner.texts(room, matrix.bot.user_id)) == before + 1
+    elsewhere, _, _ = asyncio.run(send(None))  # another device: the transaction id is not known there
+    assert elsewhere != first
+
+
 def test_doctor_checks_the_homeserver_the_login_and_names_encrypted_rooms(matrix: MatrixWorld, tmp_path) -> None:
     from messaging_llm_bot.channels.doctor import Context
     from messaging_llm_bot.channels.matrix.doctor import checks as check_matrix
