@@ -298,3 +298,31 @@ def test_ctrl_c_at_the_prompt_clears_the_line_and_says_how_to_leave_a_second_one
         term.close()
     asked = chat_server.chat_requests[-1]["messages"][-1]["content"]
     assert asked.startswith("are you there?") and "half a line" not in asked  # the line Ctrl-C cleared is gone
+
+
+def test_a_model_server_busy_at_the_chats_start_is_not_reported_as_missing(
+    tmp_path: Path, chat_server, test_skills_dir
+) -> None:
+    """After the chat was killed in mid-answer, the one-slot llama.cpp server was still writing that answer: the
+    next `make chat` said "cannot reach the model server ... Nothing answers on the usual local ports either ...
+    Start one (e.g. `ollama serve`)" and offered the setup. A server that takes the connection is there: the chat
+    says it is busy and starts; the message is answered once the server is free."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    chat_server.models_trickle = {"every": 0.1, "for": 20, "where": "head"}  # GET /models held: the server is busy
+    chat_server.enqueue('{"reply": "here now"}')
+    root = Workspace(tmp_path / "ws").root
+    argv = [sys.executable, "-m", "messaging_llm_bot.cli", "run", "--frontend", "console", "--config", str(config)]
+    term = Terminal([*argv, "--workspace", str(root)])
+    try:
+        term.wait_for("The model server has not answered yet:")
+        term.wait_for("you> ")
+        term.type("hello\r")
+        term.wait_for("here now")
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert f"the model server at {chat_server.base_url} accepted the connection but gave no answer within 3 s" in (
+        term.output
+    )
+    assert "Run the setup now?" not in term.output and "Nothing answers" not in term.output

@@ -92,14 +92,32 @@ def no_model_server_text(problems: list[str], config: str = "config", workspace:
     return "\n".join(lines)
 
 
+def busy_text(problems: list[str]) -> str:
+    """What is said when every runner's server took the connection but did not answer in time."""
+    lines = [f"  {problem}" for problem in problems]
+    return "\n".join(
+        [
+            "The model server has not answered yet:",
+            *lines,
+            "The chat starts; your messages wait for it (a server still working on an answer nobody waits for any "
+            "more, e.g. of a chat that was killed, finishes it first).",
+        ]
+    )
+
+
 def setup_ran_and_passed(runtime: BotRuntime, args: argparse.Namespace) -> bool:
     """Before the terminal chat's first prompt: when no runner answers, say what was tried and offer the
     setup; True when it ran and passed (the caller starts again with the new settings)."""
     llm = runtime.config.get("llm")
     listed = llm.get("runners") if isinstance(llm, dict) else None
     runners = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+    from messaging_llm_bot.llm.probe import BUSY
+
     problems = unreachable_runners(runners)
     if problems is None:
+        return False
+    if problems and all(BUSY in problem for problem in problems):  # there, but busy: the setup would not help
+        print(busy_text(problems), file=sys.stderr, flush=True)
         return False
     print(no_model_server_text(problems, args.config, args.workspace), file=sys.stderr, flush=True)
     if not Path(args.config).is_dir():  # setup writes the local layer of a config directory

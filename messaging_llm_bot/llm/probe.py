@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import functools
 import os
+import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -24,6 +26,11 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 @functools.cache
 def _session() -> requests.Session:
     return deadline_session()
+
+
+#: In a probe's error when the server took the connection but did not answer in time: it is there, but busy (a
+#: single-slot server still working on an earlier request: a chat killed in mid-answer) or stuck.
+BUSY = "accepted the connection but gave no answer"
 
 
 #: The usual local servers and their default OpenAI-compatible base URLs.
@@ -68,6 +75,17 @@ def _unreachable_because(exc: Exception, timeout: float) -> str:
     return type(exc).__name__
 
 
+def _accepts(url: str, seconds: float = 1.0) -> bool:
+    """Whether the server at ``url`` takes a TCP connection now (it is there, whatever it answers)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "", port), timeout=seconds):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: requests.Session | None = None) -> Probe:
     """``GET {base_url}/models``; never raises. A 404 means the list is not offered, not that the server is down."""
     url = base_url.rstrip("/") + "/models"
@@ -81,12 +99,12 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: re
             session or _session(), "GET", url, seconds=timeout, max_bytes=MAX_ANSWER_BYTES, headers=headers
         )
     except (requests.RequestException, DeadlineExceeded, BodyTooLarge) as exc:
-        return Probe(
-            base_url,
-            False,
-            error=f"cannot reach the model server at {base_url} ({_unreachable_because(exc, timeout)})",
-            elapsed_s=time.monotonic() - start,
-        )
+        timed_out = isinstance(exc, (DeadlineExceeded, requests.ReadTimeout))
+        if timed_out and _accepts(url):
+            error = f"the model server at {base_url} {BUSY} within {timeout:g} s: busy with another request, or stuck"
+        else:
+            error = f"cannot reach the model server at {base_url} ({_unreachable_because(exc, timeout)})"
+        return Probe(base_url, False, error=error, elapsed_s=time.monotonic() - start)
     elapsed = time.monotonic() - start
     if response.status in (401, 403):
         return Probe(
