@@ -326,3 +326,32 @@ def test_a_model_server_busy_at_the_chats_start_is_not_reported_as_missing(
         term.output
     )
     assert "Run the setup now?" not in term.output and "Nothing answers" not in term.output
+
+
+def test_a_terminal_left_raw_by_a_killed_chat_is_put_back_and_its_question_answered(
+    tmp_path: Path, test_skills_dir
+) -> None:
+    """A chat killed with SIGKILL leaves the terminal in raw mode (no echo, Enter a bare CR). The next `make chat`
+    with no model server hung at "Run the setup now? [Y/n]" (no line ever ended) and, once the chat ended, gave the
+    raw mode back to the shell. The chat puts the terminal back in cooked mode first."""
+    import shlex
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]  # nothing listens here once it is closed
+    config = write_config(tmp_path / "config", f"http://127.0.0.1:{closed}/v1", test_skills_dir)
+    root = Workspace(tmp_path / "ws").root
+    argv = [sys.executable, "-m", "messaging_llm_bot.cli", "run", "--frontend", "console", "--config", str(config)]
+    command = "stty raw -echo; exec " + shlex.join([*argv, "--workspace", str(root)])
+    term = Terminal(["/bin/sh", "-c", command])
+    try:
+        term.wait_for("Run the setup now? [Y/n] ")
+        term.type("n\r")
+        term.wait_for("The chat starts anyway")
+        term.wait_for("you> ", start=term.output.index("The chat starts anyway"))
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+        assert term.cooked()  # what the shell gets back
+    finally:
+        term.close()

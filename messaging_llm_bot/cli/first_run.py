@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace import is_workspace as workspace_exists
@@ -90,6 +90,28 @@ def no_model_server_text(problems: list[str], config: str = "config", workspace:
         f"it with a test turn and writes it to {Path(config) / 'local'}/."
     )
     return "\n".join(lines)
+
+
+def cooked_terminal(stream: TextIO) -> bool:
+    """A terminal left in raw mode put back in cooked mode (these flags as `stty sane` sets them): a chat killed with
+    SIGKILL cannot restore it, and the next start then hung at its first question (Enter is a bare CR there, no line
+    ends) and gave the raw mode back to the shell at its end. True when it was raw."""
+    try:
+        import termios
+    except ImportError:  # not POSIX
+        return False
+    try:
+        fd = stream.fileno()
+        attrs = termios.tcgetattr(fd)
+        if attrs[3] & termios.ICANON:
+            return False
+        attrs[0] |= termios.ICRNL
+        attrs[1] |= termios.OPOST | termios.ONLCR
+        attrs[3] |= termios.ICANON | termios.ECHO | termios.ECHOE | termios.ECHOK | termios.ISIG | termios.IEXTEN
+        termios.tcsetattr(fd, termios.TCSANOW, attrs)
+    except (AttributeError, OSError, ValueError, termios.error):  # no terminal
+        return False
+    return True
 
 
 def busy_text(problems: list[str]) -> str:

@@ -332,6 +332,7 @@ def _run_console(args: argparse.Namespace, runtime: BotRuntime, in_use: InUse, s
 
     configured = runtime.settings.runtime
     if sys.stdin.isatty():
+        first_run.cooked_terminal(sys.stdin)  # left raw by a chat killed before it could restore it
         log_file = runtime.workspace.path(CONSOLE_LOG)
         setup_logging(configured.log_level or "INFO", secrets, log_file=log_file)
         print(f"(the log goes to {log_file})", file=sys.stderr)
