@@ -33,6 +33,22 @@ def test_duplicate_source_id_is_refused_also_after_restart(tmp_path):
     assert again.accept("8", "tg:1", {"text": "b"}) is not None
 
 
+def test_an_item_left_by_an_earlier_run_is_told_from_one_accepted_since(tmp_path, monkeypatch):
+    """What a channel asks before taking over a live message a kill may have left: the items pending when the
+    inbox was opened, not those accepted since, even with a clock that went back between the runs."""
+    import time
+
+    ws = Workspace(tmp_path)
+    first = Inbox(ws)
+    left = first.accept("1", "mx:room", {"n": 1})
+    assert not first.left_by_earlier_run(left)  # accepted in this run
+    monkeypatch.setattr(time, "time_ns", lambda: 1)  # the next run's clock is far behind the first's
+    restarted = Inbox(ws)
+    since = restarted.accept("2", "mx:room", {"n": 2})
+    assert restarted.left_by_earlier_run(restarted.get(left.item_id))
+    assert not restarted.left_by_earlier_run(since)
+
+
 def test_pending_items_survive_restart_in_order_with_ledger(tmp_path):
     ws = Workspace(tmp_path)
     inbox = Inbox(ws)

@@ -107,3 +107,50 @@ def test_a_sigkill_during_the_model_call_answers_once_after_the_restart(running:
     answers = _answers(running)
     assert answers.count("answered after the restart") == 1 and "too late" not in answers
     assert len(model.chat_requests) == 1  # asked once more, by the next start
+
+
+def test_a_live_message_that_reached_synapse_just_before_a_kill_is_taken_over_not_left(running: Running) -> None:
+    """SIGKILL while the live message's send is in flight: Synapse made the event, the ledger never recorded it.
+    The test plays that send after the kill (the bot's own device, the live message's transaction id of the
+    item, as MatrixLive sends it). The restarted turn answers without a live message of its own (no streaming
+    here), so its reply takes the left one over by the same transaction id and edits it into the answer: one
+    message in the room, not the half-written one beside the answer."""
+    import asyncio
+
+    from assistant_framework.config.settings import MatrixSettings
+    from assistant_framework.inbox import Inbox
+    from assistant_framework.workspace import Workspace
+    from messaging_llm_bot.channels.contract import Address
+    from messaging_llm_bot.channels.matrix.channel import MatrixChannel, in_thread, txn_id
+    from messaging_llm_bot.channels.matrix.client import MatrixClient
+    from messaging_llm_bot.channels.matrix.format import MatrixPart, text_content
+    from messaging_llm_bot.channels.matrix.live import LIVE_PART
+
+    world, model, bot = running.world, running.model, running.bot
+    model.reset()
+    model.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 30})
+    before = len(_answers(running))
+    world.owner.send(running.room, "a question whose answer was being shown")
+    assert model.wait_for_requests(1, timeout=30, path="/chat/completions")
+    bot.kill()
+    [item] = Inbox(Workspace(running.workspace)).pending()
+    device = json.loads((running.workspace / "state/matrix/state.json").read_text(encoding="utf-8"))["device_id"]
+    config = MatrixSettings(homeserver=world.server.url, user_id=world.bot.user_id, password=PASSWORD)
+
+    async def the_killed_send() -> None:
+        channel = MatrixChannel(MatrixClient(config, device))
+        await channel.start()
+        try:
+            content = in_thread(text_content(MatrixPart("The answer so")), Address(running.room))
+            await channel.client.send(running.room, content, txn_id(item.item_id, LIVE_PART))
+        finally:
+            await channel.stop(5)
+
+    asyncio.run(the_killed_send())
+    assert _answers(running)[before:] == ["The answer so"]
+    model.reset()
+    model.enqueue('{"reply": "The answer, whole, after the restart."}')
+    bot.start()
+    wait_until(lambda: not list((running.workspace / "state/inbox/pending").rglob("*.json")), 60, "the item done")
+    answers = _answers(running)[before:]
+    assert answers == ["The answer, whole, after the restart."], answers

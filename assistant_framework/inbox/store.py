@@ -45,10 +45,16 @@ class Inbox:
         for item in self._load_pending():
             self._items[item.item_id] = item
             self._last_seq = max(self._last_seq, item.seq)
+        self._left_seq = self._last_seq  # the items found here were left by an earlier run; later ones get more
         # The seen ids change only under both locks (``_remember``), so either lock reads them safely; their
         # compaction lists the pending items, under ``_lock``.
         self._seen = SeenIds(workspace, pending=lambda: self._items.values())
         self._seen.log_missing(self._items.values())
+
+    def left_by_earlier_run(self, item: InboxItem) -> bool:
+        """Whether ``item`` was pending when this inbox was opened (an earlier process took it and did not finish
+        it), not accepted since."""
+        return 0 < item.seq <= self._left_seq
 
     # -- incoming -------------------------------------------------------------
 

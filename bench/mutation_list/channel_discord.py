@@ -91,7 +91,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "discord-left-live-not-taken-over",
         f"{BOT}/channels/discord/turn.py",
-        "        if live is None and self._may_have_left_live(item):",
+        "        if live is None and self.may_have_left_live(item):",
         "        if False:",
         "a live message a kill left unrecorded stays beside the restart's reply when the restarted turn shows none",
         DISCORD_BOT,

@@ -110,4 +110,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "busy mode steer does nothing on Matrix: a message sent meanwhile waits its turn",
         KIT_MATRIX,
     ),
+    Mutation(
+        "matrix-left-live-not-taken-over",
+        "messaging_llm_bot/channels/matrix/turn.py",
+        "        if live is None and self.may_have_left_live(item):",
+        "        if False:",
+        "a live message a kill left unrecorded stays beside the restart's reply when the restarted turn shows none",
+        MATRIX_BOT,
+    ),
 )

@@ -140,6 +140,19 @@ class ChatTurns(ItemTurns):
         """The live message ``live`` made the reply's first part (``Platform.edit_text``)."""
         return await self.platform.edit_text(to, live, reply)
 
+    def may_have_left_live(self, item: InboxItem) -> bool:
+        """Whether a kill may have left ``item``'s live message unrecorded (sent, its record not written): a
+        message an earlier process took, no live message and no part in the ledger. A channel whose platform
+        keeps one message per id the client gives (Matrix's transaction ids, Discord's nonces) takes it over by
+        that id before the reply goes out."""
+        return (
+            self.inbox.left_by_earlier_run(item)
+            and item.live is None
+            and not self.inbox.parts_sent(item.item_id)
+            and not is_notice_item(item)
+            and self.message(item) is not None
+        )
+
     async def not_taken(self, to: Address, live: str) -> None:
         """The live message could not become the reply's first part (the reply is sent whole after it)."""
 

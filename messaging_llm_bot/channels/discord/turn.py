@@ -16,7 +16,6 @@ waits, the reply waits (it is in the inbox) and is retried until a stop.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 
 from assistant_framework.config.settings import DiscordSettings
@@ -54,7 +53,6 @@ class DiscordTurns(ChatTurns):
         super().__init__(runtime, inbox, "discord")
         self.platform = channel
         self._config = config
-        self._started_ns = time.time_ns()  # an item accepted before it (its seq) was taken by an earlier process
 
     @property
     def config(self) -> DiscordSettings:
@@ -98,17 +96,9 @@ class DiscordTurns(ChatTurns):
     ) -> None:
         """The reply through the ledger (``ChatTurns.send_reply``); a message an earlier process took, with no
         live message recorded nor part sent, first takes over the live message a kill may have left."""
-        if live is None and self._may_have_left_live(item):
+        if live is None and self.may_have_left_live(item):
             live = await self._left_live(item, to)
         await super().send_reply(item, to, reply, live, reply_to)
-
-    def _may_have_left_live(self, item: InboxItem) -> bool:
-        return (
-            item.seq < self._started_ns
-            and item.live is None
-            and not self.inbox.parts_sent(item.item_id)
-            and message_of_payload(item.payload) is not None
-        )
 
     async def _left_live(self, item: InboxItem, to: Address) -> str:
         """The live message sent by the nonce an earlier process used: the one it left (Discord gives it back

@@ -4,7 +4,8 @@ reply delivered through the ledger.
 Used for live messages, the start-up replay and job runs; the caller holds the chat's queue, so one chat's
 messages are answered in order. Each reply part goes out with a transaction id made from the item and the
 part's index, and is recorded in the ledger as it goes: a crash resends only what is not recorded, and a
-part that was out but not yet recorded is the same event again (the homeserver de-duplicates it). While the
+part that was out but not yet recorded is the same event again (the homeserver de-duplicates it); so is a live
+message a kill left unrecorded, taken over by the restart's reply (``send_reply``). While the
 homeserver cannot be reached the reply waits (it is in the inbox) and is retried with backoff until a stop.
 """
 
@@ -22,7 +23,7 @@ from messaging_llm_bot.channels.contract import Address, DeliveryError, Outgoing
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel, txn_id
 from messaging_llm_bot.channels.matrix.client import MatrixUnavailable
 from messaging_llm_bot.channels.matrix.format import CAPABILITIES, edit_content, render_matrix
-from messaging_llm_bot.channels.matrix.live import MatrixLive, typing
+from messaging_llm_bot.channels.matrix.live import LIVE_NUMBER, MatrixLive, typing
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
 from messaging_llm_bot.channels.matrix.settings import address_of
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, ReadInput, Shows, TurnMessage
@@ -106,6 +107,17 @@ class MatrixTurns(ChatTurns):
         return self.platform.approvals.approver(
             to.chat_id, loop, lambda _room, text: self.platform.send_question(to, text)
         )
+
+    async def send_reply(
+        self, item: InboxItem, to: Address, reply: str, live: str | None = None, reply_to: str | None = None
+    ) -> None:
+        """The reply through the ledger (``ChatTurns.send_reply``); a message an earlier process took, with no
+        live message recorded nor part sent, takes over the live message a kill may have left: sent again by its
+        transaction id, the homeserver gives that event back (or makes one), edited into the first part."""
+        if live is None and self.may_have_left_live(item):
+            await self.record_live(item.item_id, LIVE_NUMBER)
+            live = self.live_ref(LIVE_NUMBER)
+        await super().send_reply(item, to, reply, live, reply_to)
 
     async def edit_live(self, item: InboxItem, to: Address, live: str, reply: str) -> bool:
         """The live message edited into the first part, by a transaction id of the item's (the same edit after a
