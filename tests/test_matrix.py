@@ -5,12 +5,16 @@ contract kit: tests/channel_kit.py (tests/test_channel_kit_matrix.py)."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.matrix.format import html_of, render_matrix
 from messaging_llm_bot.conversation.progress import STREAM_CURSOR
 from tests.matrix_harness import MatrixWorld
 from tests.waiting import wait_until
+
+if TYPE_CHECKING:
+    from assistant_framework.config.settings import MatrixSettings
 
 
 def _bot_texts(world: MatrixWorld, room: str) -> list[str]:
@@ -200,15 +204,9 @@ def test_the_owner_in_a_group_room_gets_a_guest_turn_that_asks_nothing(
     assert workspace.exists("notes/important.md")  # a guest turn cannot reach the owner's files
 
 
-def test_a_part_sent_again_with_the_same_key_is_one_message(matrix: MatrixWorld) -> None:
-    """What a crash between a send and its ledger record does: the part goes again with the same key, and the
-    homeserver keeps one event (the transaction id is the item's and the part's)."""
-    import asyncio
-
+def _bot_in_a_direct_room(matrix: MatrixWorld) -> tuple[str, MatrixSettings]:
+    """The owner's direct room with the bot joined, and the bot's settings to log in with the password."""
     from assistant_framework.config.settings import MatrixSettings
-    from messaging_llm_bot.channels.contract import Address, TextOut
-    from messaging_llm_bot.channels.matrix.channel import MatrixChannel
-    from messaging_llm_bot.channels.matrix.client import MatrixClient
     from tests.matrix_harness import PASSWORD
 
     room = matrix.direct_room()
@@ -221,6 +219,19 @@ def test_a_part_sent_again_with_the_same_key_is_one_message(matrix: MatrixWorld)
         allowed=(matrix.owner.user_id,),
         typing=False,
     )
+    return room, config
+
+
+def test_a_part_sent_again_with_the_same_key_is_one_message(matrix: MatrixWorld) -> None:
+    """What a crash between a send and its ledger record does: the part goes again with the same key, and the
+    homeserver keeps one event (the transaction id is the item's and the part's)."""
+    import asyncio
+
+    from messaging_llm_bot.channels.contract import Address, TextOut
+    from messaging_llm_bot.channels.matrix.channel import MatrixChannel
+    from messaging_llm_bot.channels.matrix.client import MatrixClient
+
+    room, config = _bot_in_a_direct_room(matrix)
 
     async def twice() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         channel = MatrixChannel(MatrixClient(config, None))
@@ -246,22 +257,11 @@ def test_a_part_a_restarted_bot_sends_again_on_its_kept_device_is_one_message(ma
     made. A new device would be a second message (it is: the last send here)."""
     import asyncio
 
-    from assistant_framework.config.settings import MatrixSettings
     from messaging_llm_bot.channels.contract import Address, TextOut
     from messaging_llm_bot.channels.matrix.channel import MatrixChannel
     from messaging_llm_bot.channels.matrix.client import MatrixClient
-    from tests.matrix_harness import PASSWORD
 
-    room = matrix.direct_room()
-    matrix.bot.join(room)
-    config = MatrixSettings(
-        homeserver=matrix.server.url,
-        user_id=matrix.bot.user_id,
-        password=PASSWORD,
-        device_name="test",
-        allowed=(matrix.owner.user_id,),
-        typing=False,
-    )
+    room, config = _bot_in_a_direct_room(matrix)
     reply = TextOut("The part that was out when the bot was killed.", key="mx_room/000003")
 
     async def send(device_id: str | None) -> tuple[str, str, str]:
