@@ -10,6 +10,7 @@ import pytest
 
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.conversation.approvals import (
+    NO_ANSWER,
     STOPPED_UNANSWERED,
     OpenQuestions,
     ReplyApprovals,
@@ -100,3 +101,57 @@ def test_a_question_with_buttons_ended_by_the_stop_says_the_bot_stopped_not_that
 
     assert asyncio.run(main()) is False
     assert shown == [("message-1", None, STOPPED_UNANSWERED)]
+
+
+@pytest.mark.parametrize("first", ["stop", "press"])
+def test_a_press_and_the_stop_in_the_same_loop_pass_give_the_thread_what_the_message_says(first: str) -> None:
+    """The owner's press and the channel's stop land in one loop pass (both scheduled with call_soon): the thread's
+    answer and what the question's message says (the press taken: "Confirmed: doing it."; not taken: the stop's
+    words) are one decision, the first of the two. Before, the stop cancelled the thread's wait one pass before the
+    question's task, so a press after it (or before it, while the task still ran) was taken as a confirm that the
+    thread never got."""
+    request: ApprovalRequest = {
+        "skill": "file",
+        "args": {"action": "delete", "path": "notes/a.md"},
+        "capabilities": ["write"],
+        "reason": "deletes ask",
+        "chat": CHAT,
+        "allow_conversation": False,
+    }
+    shown: list[tuple[object, str]] = []
+
+    async def main() -> tuple[bool, list[bool], int]:
+        loop = asyncio.get_running_loop()
+        questions = OpenQuestions(timeout_seconds=60)
+        posted = asyncio.Event()
+
+        async def post(_offers: bool) -> str:
+            posted.set()
+            return "message-1"
+
+        async def show(_message: str, answer: object, unanswered: str) -> None:
+            shown.append((answer, unanswered))
+
+        approve = questions.approver(
+            lambda asked: questions.ask_with_buttons("k1", CHAT, asked, post, show, "test"), loop, CHAT
+        )
+        thread = asyncio.ensure_future(asyncio.to_thread(approve, request))
+        await posted.wait()
+        taken: list[bool] = []
+        declined: list[int] = []
+        stop = lambda: declined.append(decline_questions_on(loop))  # noqa: E731
+        press = lambda: taken.append(questions.answer("k1", True))  # noqa: E731
+        for call in (stop, press) if first == "stop" else (press, stop):
+            loop.call_soon(call)
+        got = await thread
+        for _ in range(5):  # the question's task ends (its message updated) a pass or two later
+            await asyncio.sleep(0)
+        return got, taken, declined[0]
+
+    got, taken, declined = asyncio.run(main())
+    if first == "stop":
+        assert (got, taken, declined) == (False, [False], 1)  # the press is not taken: the channel says so
+        assert shown == [(None, STOPPED_UNANSWERED)]
+    else:
+        assert (got, taken, declined) == (True, [True], 0)  # the press decided: the thread does what it says
+        assert shown == [(True, NO_ANSWER)]

@@ -278,6 +278,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_reply_questions.py",),
     ),
     Mutation(
+        "approval-press-at-the-stop-not-one-decision",
+        f"{BOT}/conversation/approvals.py",
+        "        if asked is not None and not asked.take(answer):",
+        "        if asked is not None and not asked.take(answer) and False:",
+        "a Confirm pressed in the loop pass of the stop says 'doing it' while the agent's thread was told no",
+        ("test_reply_questions.py",),
+    ),
+    Mutation(
         "reply-question-left-open",
         f"{BOT}/conversation/approvals.py",
         "            self.close(key)  # asked or not (a failed send): a later yes answers nothing",

@@ -11,15 +11,17 @@ what its message says once answered, ``chosen_text``), Signal, Matrix and WhatsA
 message (``ReplyApprovals``, below).
 
 A question a worker thread waits for ends with its channel: at the stop (``decline_questions_on`` the channel's
-loop) every question open on that loop is declined at once and any asked later is declined unasked, so a turn
-waiting for an answer that can no longer come goes on at once instead of holding the stop, and the process's
-exit, for the timeout.
+loop) every question open on that loop and not answered yet is declined at once and any asked later is declined
+unasked, so a turn waiting for an answer that can no longer come goes on at once instead of holding the stop, and
+the process's exit, for the timeout. The thread's answer and the question's message come from one decision
+(``_Asked``), the first of the owner's answer and the stop, even when both come in the same loop pass.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import json
 import logging
 import threading
@@ -110,54 +112,117 @@ def fail_closed(answer: object) -> Answer:
     return answer if answer is True or answer == ALLOW_CONVERSATION else False
 
 
+class _Asked:
+    """One question a worker thread waits for. ``outcome`` is its one decision, made once by the first of: the
+    owner's answer (``OpenQuestions.answer``, the moment it is taken), the question's own end (no answer in time,
+    a failed send), the channel's stop (``decline_questions_on``). The thread gets it and the question's message
+    says it: a press taken in the same loop pass as the stop cannot say "doing it" to a thread told no."""
+
+    def __init__(self) -> None:
+        self.outcome: concurrent.futures.Future[Answer] = concurrent.futures.Future()
+        self.task: asyncio.Task[Answer] | None = None
+
+    def take(self, answer: Answer) -> bool:
+        """Decide ``answer``; False when the question was already decided (the stop came first)."""
+        try:
+            self.outcome.set_result(answer)
+        except concurrent.futures.InvalidStateError:
+            return False
+        return True
+
+
+#: The ``_Asked`` a question's task on the loop answers (OpenQuestions.open reads it).
+_ASKED: contextvars.ContextVar[_Asked | None] = contextvars.ContextVar("asked", default=None)
+
+
 class _QuestionsOnLoops:
     """The questions worker threads wait for, per event loop they are asked on, and the loops whose channel
     stopped (any thread)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._asked: dict[asyncio.AbstractEventLoop, set[concurrent.futures.Future[Answer]]] = {}
+        self._asked: dict[asyncio.AbstractEventLoop, set[_Asked]] = {}
         self._ended: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
 
-    def ask(
-        self, ask: Coroutine[Any, Any, Answer], loop: asyncio.AbstractEventLoop
-    ) -> concurrent.futures.Future[Answer] | None:
-        """``ask`` run on ``loop``, its answer's future kept until it is done; None (``ask`` closed) when the
+    def ask(self, ask: Coroutine[Any, Any, Answer], loop: asyncio.AbstractEventLoop) -> _Asked | None:
+        """``ask`` run on ``loop`` as a task, its question kept until it ends; None (``ask`` closed) when the
         loop's channel stopped."""
         with self._lock:
             if loop in self._ended or loop.is_closed():
                 ask.close()
                 return None
-            future = asyncio.run_coroutine_threadsafe(ask, loop)
-            self._asked.setdefault(loop, set()).add(future)
-        future.add_done_callback(lambda done: self._done(loop, done))
-        return future
+            asked = _Asked()
+            self._asked.setdefault(loop, set()).add(asked)
 
-    def _done(self, loop: asyncio.AbstractEventLoop, future: concurrent.futures.Future[Answer]) -> None:
+        def start() -> None:
+            with self._lock:
+                if asked.outcome.done():  # declined by the stop before it was asked
+                    ask.close()
+                    return
+                context = contextvars.copy_context()
+                context.run(_ASKED.set, asked)
+                asked.task = loop.create_task(ask, context=context)
+            asked.task.add_done_callback(lambda task: self._finished(loop, asked, task))
+
+        try:
+            loop.call_soon_threadsafe(start)
+        except RuntimeError:  # the loop closed meanwhile
+            ask.close()
+            asked.outcome.cancel()
+            self._forget(loop, asked)
+        return asked
+
+    def _forget(self, loop: asyncio.AbstractEventLoop, asked: _Asked) -> None:
         with self._lock:
             waiting = self._asked.get(loop)
             if waiting is not None:
-                waiting.discard(future)
+                waiting.discard(asked)
                 if not waiting:
                     del self._asked[loop]
 
+    def _finished(self, loop: asyncio.AbstractEventLoop, asked: _Asked, task: asyncio.Task[Answer]) -> None:
+        """The question's task ended: its answer decides, unless the press or the stop already did."""
+        self._forget(loop, asked)
+        if task.cancelled():
+            asked.outcome.cancel()
+            return
+        error = task.exception()
+        try:
+            if error is not None:
+                asked.outcome.set_exception(error)
+            else:
+                asked.outcome.set_result(task.result())
+        except concurrent.futures.InvalidStateError:
+            pass
+
     def end(self, loop: asyncio.AbstractEventLoop) -> int:
-        """``loop``'s channel stops: its questions end (their threads woken), later ones are not asked; how many
-        were open."""
+        """``loop``'s channel stops: its questions not answered yet are declined (their threads woken, their tasks
+        cancelled), later ones are not asked; how many were declined."""
         with self._lock:
             self._ended.add(loop)
             waiting = self._asked.pop(loop, set())
-        for future in waiting:
-            future.cancel()  # the thread wakes at once; the question's task on the loop is cancelled
-        return len(waiting)
+        declined = 0
+        for asked in waiting:
+            if not asked.outcome.cancel():  # answered already: the thread has that answer, the task ends itself
+                continue
+            declined += 1
+            with self._lock:
+                task = asked.task
+            if task is not None:
+                try:
+                    loop.call_soon_threadsafe(task.cancel)
+                except RuntimeError:  # the loop is closed: its tasks do not run any more
+                    pass
+        return declined
 
 
 _QUESTIONS_ON_LOOPS = _QuestionsOnLoops()
 
 
 def decline_questions_on(loop: asyncio.AbstractEventLoop) -> int:
-    """At a channel's stop: every question a worker thread waits for on ``loop`` (the channel's) is declined now,
-    and any asked there later is declined without being asked; how many were open."""
+    """At a channel's stop: every question a worker thread waits for on ``loop`` (the channel's) and the owner has
+    not answered is declined now, and any asked there later is declined without being asked; how many were
+    declined."""
     return _QUESTIONS_ON_LOOPS.end(loop)
 
 
@@ -171,6 +236,7 @@ class OpenQuestions:
         self._futures: dict[str, asyncio.Future[Answer]] = {}
         self._chats: dict[str, Hashable] = {}
         self._offers: set[str] = set()  # keys whose question offers "allow for this conversation"
+        self._asked: dict[str, _Asked] = {}  # keys whose question a worker thread waits for (``approver``)
 
     def open(self, key: str, chat: Hashable, offer: bool = False) -> asyncio.Future[Answer]:
         """A new question under ``key``, asked in ``chat``; its answer is the future's result. ``offer``: it may
@@ -178,6 +244,9 @@ class OpenQuestions:
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._futures[key] = future
         self._chats[key] = chat
+        asked = _ASKED.get()
+        if asked is not None:
+            self._asked[key] = asked
         if offer:
             self._offers.add(key)
         return future
@@ -186,6 +255,7 @@ class OpenQuestions:
         self._futures.pop(key, None)
         self._chats.pop(key, None)
         self._offers.discard(key)
+        self._asked.pop(key, None)
 
     def offered(self, key: str) -> bool:
         """The open question under ``key`` offers "allow for this conversation"."""
@@ -197,12 +267,16 @@ class OpenQuestions:
 
     def answer(self, key: str, answer: Answer) -> bool:
         """Answer the question under ``key``; False when there is none open (expired, answered). An allowance
-        the question did not offer confirms this call only."""
+        the question did not offer confirms this call only. False too when the channel's stop declined the question
+        in the same loop pass, before its task saw the cancel: the answer is one decision (``_Asked``)."""
         future = self._futures.get(key)
         if future is None or future.done():
             return False
         if answer == ALLOW_CONVERSATION and key not in self._offers:
             answer = True
+        asked = self._asked.get(key)
+        if asked is not None and not asked.take(answer):
+            return False
         future.set_result(answer)
         return True
 
@@ -270,11 +344,11 @@ class OpenQuestions:
         """A blocking ``approve`` for the agent's worker thread: ``ask`` runs on ``loop``; any failure is a no."""
 
         def approve(request: ApprovalRequest) -> Answer:
-            future = _QUESTIONS_ON_LOOPS.ask(ask(request), loop)
+            asked = _QUESTIONS_ON_LOOPS.ask(ask(request), loop)
             try:
-                if future is None:
+                if asked is None:
                     raise concurrent.futures.CancelledError
-                return fail_closed(future.result(self.timeout_seconds + 30))
+                return fail_closed(asked.outcome.result(self.timeout_seconds + 30))
             except concurrent.futures.CancelledError:
                 log.info("approvals: the confirmation in %s is declined: the channel stops", where)
                 return False
