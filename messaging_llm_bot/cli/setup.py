@@ -16,7 +16,8 @@ def register(subparsers: Subparsers) -> None:
         help="first run: your chat channels (each asks what it needs), the model server, time zone, a test turn",
         description="Asks for each setting (or takes it from the flags), checks it, and writes it to the "
         "git-ignored local layer of the config (config/local/) once the test turn passed; values it does not ask "
-        "about are kept. Without a terminal, or with --yes, it never asks.",
+        "about are kept. Run again at a terminal without answer flags, it asks which one thing to change (the model, "
+        "the time zone, the chat channels, or everything). Without a terminal, or with --yes, it never asks.",
     )
     setup.add_argument("--config", default="config", help="config directory (default: config)")
     setup.add_argument("--workspace", default="workspace", help="workspace folder to create (default: workspace)")
