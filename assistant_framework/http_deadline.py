@@ -6,7 +6,8 @@ hosted model APIs do that for requests that are not streamed), comments in an ev
 body delimited by closing the connection that never closes. Such a server holds the caller as
 long as it likes. Two parts close that for the bot's HTTP reads made with ``requests`` (the model runners,
 embeddings, speech, transcription, the collectors' fetch, the web skill, web_search's SearXNG, Brave and
-Tavily; docs/architecture.md names the clients that do not use it):
+Tavily, the calendar skill's CalDAV client, ``hooks test``; docs/architecture.md names the clients that do not
+use it):
 
 - ``Deadline``: ``with Deadline(seconds):`` around a request. Sessions from ``deadline_session``
   (or any session with a ``DeadlineAdapter`` mounted) hand the connection they use to the deadline

@@ -6,6 +6,7 @@ guest chat never reaches the calendar. Then the skill's own cases: create, list,
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from assistant_framework.skills.loader import load_skill_folder
 from assistant_framework.skills.spec import SkillContext
 from tests.fakes.caldav_server import CalDAVServer
+from tests.fakes.feed_server import StaticHTTPServer
 from tests.telegram_harness import OWNER, approval_question, texts
 
 ZONE = "Europe/Berlin"  # the bot's runtime.timezone in tests/conftest.py
@@ -214,3 +216,36 @@ def test_a_change_the_server_refused_may_be_tried_again(radicale, calendar, work
     assert "deleted 'Gone'" in SKILL.run(workspace, {"action": "delete", "uid": "gone"}, context)
     statuses = [row["status"] for row in workspace.read_jsonl("calendar/changes.jsonl")]
     assert statuses == ["begun", "failed", "begun", "done"]
+
+
+# -- a server that drips: the whole call ends at calendar.timeout_seconds -----------------------
+
+
+def test_a_calendar_server_that_drips_is_cut_at_the_timeout_in_one_sentence(workspace):
+    """A server that sends a byte now and then never trips a per-read timeout: the skill's call to it ends at
+    ``calendar.timeout_seconds`` all the same (a header line a byte at a time; a body a byte at a time), and
+    the model (and so the user) gets one sentence, not a traceback."""
+    with StaticHTTPServer() as server:
+        server.add("/head/", b"", content_type="application/xml", drip_head=0.05)
+        server.add("/body/", b"<?xml version='1.0'?>" + b" " * 5000, content_type="application/xml", drip=0.05)
+        for path in ("/head/", "/body/"):
+            config = {"calendar": {"url": server.url(path), "timeout_seconds": 1}, "runtime": {"timezone": ZONE}}
+            context = SkillContext(config=config, timezone=ZONE, services={"clock": lambda: NOW})
+            outcome: list[BaseException] = []
+            call = threading.Thread(target=_run_catching, args=(workspace, context, outcome), daemon=True)
+            call.start()
+            call.join(30)  # a guard against a hang only: the drip alone would last 500 s / 250 s
+            assert not call.is_alive(), f"{path}: the call outlasted its 1 s by far"
+            assert len(outcome) == 1 and isinstance(outcome[0], ValueError), (path, outcome)
+            assert str(outcome[0]) == (
+                "the calendar server did not finish answering within 1 s (calendar.timeout_seconds); "
+                "nothing more was asked of it"
+            )
+            assert [r.method for r in server.requests_to(path)] == ["PROPFIND"]
+
+
+def _run_catching(workspace, context: SkillContext, outcome: list[BaseException]) -> None:
+    try:
+        SKILL.run(workspace, {"action": "list"}, context)
+    except BaseException as exc:  # noqa: BLE001 - the test reads it
+        outcome.append(exc)

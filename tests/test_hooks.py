@@ -26,6 +26,7 @@ from assistant_framework.workspace import Workspace
 from tests.cli_inprocess import run_cli
 from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
+from tests.fakes.feed_server import StaticHTTPServer
 from tests.waiting import wait_until
 
 OWNER = 1
@@ -285,3 +286,24 @@ def test_doctor_shows_the_listener_and_names_a_hooks_unset_secret(tmp_path: Path
     failed = checks["hook note"]
     assert failed["status"] == "fail" and "NOTE_SECRET_T is not set" in failed["detail"]
     assert SECRET not in done.stdout
+
+
+def test_hooks_test_leaves_a_listener_that_drips_at_its_timeout_in_one_sentence(tmp_path: Path) -> None:
+    """Something on the hooks port answers a byte now and then (its headers, or its body): no per-read timeout
+    ends that, the call's one deadline (``--timeout``) does; the owner reads one sentence and exit 1."""
+    with StaticHTTPServer() as server:
+        port = int(server.url("/").rsplit(":", 1)[1].split("/")[0])
+        config = tmp_path / "config.json"
+        hooks = {"listen": "127.0.0.1", "port": port, "endpoints": {"build": {"secret": SECRET, "prompt": PROMPT}}}
+        config.write_text(json.dumps({"hooks": hooks}))
+        for drip in ({"drip_head": 0.05}, {"drip": 0.05}):
+            server.add("/hooks/build", b'{"message": "' + b"x" * 5000 + b'"}', content_type="application/json", **drip)
+            tested = run_cli("hooks", "test", "build", "--config", str(config), "--timeout", "1")
+            url = f"http://127.0.0.1:{port}/hooks/build"
+            assert (tested.returncode, tested.stderr) == (1, ""), (drip, tested)
+            assert tested.stdout == (
+                f"No whole answer from {url} within 1 s (--timeout): the hook may or may not have run; is the bot "
+                "(and not something else) listening there?\n"
+            ), drip
+        assert [r.method for r in server.requests_to("/hooks/build")] == ["POST", "POST"]
+        assert all(r.headers["X-Hub-Signature-256"].startswith("sha256=") for r in server.requests)

@@ -261,6 +261,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # -- the calendar skill (skills/calendar, issue 44) ---------------------------------------------------------
     Mutation(
+        "calendar-per-read-timeout-only",
+        "skills/calendar/server.py",
+        '                client.session.mount("http://", adapter)',
+        "                pass",
+        "a CalDAV server dripping a byte now and then holds the owner's turn far past calendar.timeout_seconds",
+        ("test_calendar_skill.py",),
+    ),
+    Mutation(
         "calendar-guest-reaches",
         "skills/calendar/__init__.py",
         "if context is None or not context.private:",

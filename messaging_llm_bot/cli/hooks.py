@@ -2,7 +2,9 @@
 
 ``list`` shows each hook: what it does, where its answer goes, its URL and where its secret comes from (never
 the secret). ``test NAME`` signs a small body with the hook's secret and posts it to the running bot's
-listener, as a sender would: the hook runs for real (a ``prompt`` hook's turn, a ``message``, a job run).
+listener, as a sender would: the hook runs for real (a ``prompt`` hook's turn, a ``message``, a job run). The
+exchange has one deadline, ``--timeout`` (assistant_framework/http_deadline.py): something on the port that
+answers a byte now and then is left at it, in one sentence.
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import urllib.error
-import urllib.request
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,10 +19,14 @@ from typing import TypedDict
 
 from assistant_framework.config import ConfigError, load_config
 from assistant_framework.config.settings import HookSettings, HooksSettings, Settings
+from assistant_framework.http_deadline import Answer
 from messaging_llm_bot.cli.config import Subparsers, add_config_option
 
-#: How long ``test`` waits for the listener's answer (it answers once the run is accepted, not when it is done).
+#: How long ``test`` waits for the listener's whole answer by default (it answers once the run is accepted, not
+#: when it is done).
 TEST_TIMEOUT_SECONDS = 30.0
+#: The most of an answer ``test`` reads (the listener's is a line of JSON).
+MAX_ANSWER_BYTES = 64 * 1024
 
 
 def register(subparsers: Subparsers) -> None:
@@ -41,7 +45,24 @@ def register(subparsers: Subparsers) -> None:
     test.add_argument("name", help="the hook's name in hooks.endpoints")
     add_config_option(test)
     test.add_argument("--body", default=None, help="the body to post (default: a small JSON object naming the test)")
+    test.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=TEST_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help=f"wait at most this long for the whole answer (default {TEST_TIMEOUT_SECONDS:g})",
+    )
     test.set_defaults(func=cmd_test)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 (at most 3600)")
+    return seconds
 
 
 def _settings(config: str) -> HooksSettings:
@@ -117,28 +138,41 @@ def cmd_test(args: argparse.Namespace) -> int:
         args.body if args.body is not None else json.dumps({"test": True, "hook": args.name, "sent": sent})
     ).encode()
     url = hook_url(settings, args.name)
-    request = urllib.request.Request(
-        url,
-        body,
-        {
-            "Content-Type": "application/json",
-            "X-Hub-Signature-256": signature_of(hook.secret, body),
-            "X-Delivery-Id": f"test-{uuid.uuid4()}",
-        },
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=TEST_TIMEOUT_SECONDS) as answer:
-            status, text = answer.status, answer.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        status, text = exc.code, exc.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        print(f"Nothing answered at {url} ({reason}): is the bot running with this config?")
+    headers = {
+        "Content-Type": "application/json",
+        "X-Hub-Signature-256": signature_of(hook.secret, body),
+        "X-Delivery-Id": f"test-{uuid.uuid4()}",
+    }
+    answered = _post(url, body, headers, args.timeout)
+    if isinstance(answered, str):
+        print(answered)
         return 1
+    status, text = answered.status, answered.text
     try:
         message = json.loads(text).get("message", text)
     except (ValueError, AttributeError):
         message = text
     print(f"{status}: {message}")
     return 0 if 200 <= status < 300 else 1
+
+
+def _post(url: str, body: bytes, headers: dict[str, str], seconds: float) -> Answer | str:
+    """The listener's whole answer within ``seconds``, or the sentence saying why there is none."""
+    import requests
+
+    from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
+
+    with deadline_session(pool_size=1) as session:
+        try:
+            return bounded_request(
+                session, "POST", url, seconds=seconds, max_bytes=MAX_ANSWER_BYTES, data=body, headers=headers
+            )
+        except DeadlineExceeded:
+            return (
+                f"No whole answer from {url} within {seconds:g} s (--timeout): the hook may or may not have run; "
+                "is the bot (and not something else) listening there?"
+            )
+        except BodyTooLarge:
+            return f"The answer from {url} is larger than {MAX_ANSWER_BYTES} bytes: is the bot listening there?"
+        except requests.RequestException as exc:
+            return f"Nothing answered at {url} ({type(exc).__name__}): is the bot running with this config?"

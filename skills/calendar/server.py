@@ -3,6 +3,7 @@ and one event by its UID. Every failure is a ValueError in one sentence."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,11 +12,20 @@ from typing import TYPE_CHECKING, Any
 import requests
 
 from assistant_framework.config.settings.calendar import CalendarSettings
+from assistant_framework.http_deadline import Deadline, DeadlineAdapter
 
 if TYPE_CHECKING:  # caldav is imported when the skill first talks to the server
     from caldav import Calendar, CalendarObjectResource
 
 NOT_SET_UP = "the calendar is not set up: the owner sets calendar.url in the config (docs/actions.md)"
+
+
+def too_slow(settings: CalendarSettings) -> str:
+    """The sentence of a call to the server that outlasted ``calendar.timeout_seconds``."""
+    return (
+        f"the calendar server did not finish answering within {settings.timeout_seconds:g} s "
+        "(calendar.timeout_seconds); nothing more was asked of it"
+    )
 
 
 def password(settings: CalendarSettings) -> str:
@@ -27,7 +37,9 @@ def password(settings: CalendarSettings) -> str:
 
 @contextmanager
 def owner_calendar(settings: CalendarSettings) -> Iterator[Calendar]:
-    """The configured calendar (a ``caldav.Calendar``), its connection closed afterwards."""
+    """The configured calendar (a ``caldav.Calendar``), its connection closed afterwards. Everything asked of
+    the server inside the ``with`` block shares one deadline, ``calendar.timeout_seconds`` (http_deadline.py): a
+    server that sends a byte now and then (which no per-read timeout ends) is cut at it."""
     if not settings.url:
         raise ValueError(NOT_SET_UP)
     # Imported here: a venv made before caldav became a dependency still loads every skill.
@@ -36,16 +48,24 @@ def owner_calendar(settings: CalendarSettings) -> Iterator[Calendar]:
         from caldav.lib import error as caldav_error
     except ImportError:
         raise ValueError("the caldav library is missing: run make install") from None
-    try:
-        with caldav.DAVClient(
-            settings.url,
-            username=settings.username or None,
-            password=password(settings) or None,
-            timeout=int(settings.timeout_seconds),
-        ) as client:
-            yield _find(client, settings)
-    except (requests.RequestException, caldav_error.DAVError, OSError) as exc:
-        raise ValueError(f"the calendar server did not answer as expected ({type(exc).__name__})") from None
+    with Deadline(settings.timeout_seconds) as deadline:
+        try:
+            with caldav.DAVClient(
+                settings.url,
+                username=settings.username or None,
+                password=password(settings) or None,
+                timeout=math.ceil(settings.timeout_seconds),  # per read (caldav takes whole seconds): never 0
+            ) as client:
+                adapter = DeadlineAdapter(pool_maxsize=1)
+                client.session.mount("http://", adapter)
+                client.session.mount("https://", adapter)
+                yield _find(client, settings)
+        except Exception as exc:
+            if deadline.expired:  # a cut answer reads as anything: a short body, bad XML, a closed connection
+                raise ValueError(too_slow(settings)) from None
+            if isinstance(exc, requests.RequestException | caldav_error.DAVError | OSError):
+                raise ValueError(f"the calendar server did not answer as expected ({type(exc).__name__})") from None
+            raise
 
 
 def _find(client: Any, settings: CalendarSettings) -> Calendar:

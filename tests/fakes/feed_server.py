@@ -18,6 +18,9 @@ once the test sets the event (a body in flight for as long as the test needs, no
 bytes) before the rest: a server trickling its headers. ``headers`` adds answer headers (a cookie a
 page on another port sets, say).
 
+Every method is served the same way (its body read and dropped): a CalDAV client's PROPFIND or REPORT, a
+hook's POST, to a dripping route, is a slow server for them too; ``SeenRequest.method`` says which came.
+
 The plumbing is ``tests.fakes._http`` (HTTP/1.1 keep-alive, TCP_NODELAY, each answer in
 one write); ``requests`` records requests, not connections.
 """
@@ -62,7 +65,7 @@ class _Handler(FakeHandler):
         path = self.path.split("?", 1)[0]
         with fake._lock:
             route = fake.routes.get(path)
-            seen = SeenRequest("GET", path, {k: v for k, v in self.headers.items()})
+            seen = SeenRequest(self.command, path, {k: v for k, v in self.headers.items()})
             fake.requests.append(seen)
         if route is None:
             seen.status = 404
@@ -91,6 +94,12 @@ class _Handler(FakeHandler):
             self.guard(lambda: self._drip(route), OSError)  # the client giving up is what a drip test expects
             return
         self.send(route.status, route.body, route.content_type or None, headers)
+
+    def _any_method(self) -> None:
+        self.read_body()
+        self.do_GET()
+
+    do_POST = do_PUT = do_PROPFIND = do_REPORT = _any_method  # noqa: N815 - http.server naming
 
     def _not_modified(self, headers: list[tuple[str, str]]) -> None:
         # As before: no Content-Type, no Content-Length, no body (a 304 ends at its headers in HTTP/1.1 too).

@@ -20,7 +20,7 @@ class CalendarSettings:
     password_env: str = field(default="", metadata=reads(text))
     #: The calendar's display name; empty: the first calendar the server lists.
     calendar: str = field(default="", metadata=reads(text))
-    #: One exchange with the server (connect to last byte of each request).
+    #: The whole of one skill call to the server (every request of it, connect to last byte; http_deadline.py).
     timeout_seconds: float = field(default=20.0, metadata=reads(number, above=0, maximum=120))
     #: Days ahead that ``list`` shows (from local midnight today).
     days: int = field(default=30, metadata=reads(whole, minimum=1, maximum=366))
