@@ -2,7 +2,7 @@
 session RESUMEs; a new session (a restart, a crash, a session Discord invalidated) starts at "now", and the
 messages written in between are in the channels' history only (``GET /channels/{id}/messages?after=``).
 
-``Cursor`` keeps, per channel the bot has taken a message in, the newest message id it has handled there (stored,
+``HistoryCursor`` keeps, per channel the bot has taken a message in, the newest message id it has handled there (stored,
 answered as a command or a yes/no, refused, or passed over) and whether the channel is a DM, and the newest id
 handled anywhere: ``state/discord/cursor.json``. A message held while the inbox cannot store is noted only once
 stored (the messages behind it wait: none is noted before it), so a stop or a crash while it is held leaves the
@@ -48,7 +48,7 @@ class Mark:
     direct: bool
 
 
-class Cursor:
+class HistoryCursor:
     """``CURSOR_FILE`` in memory: ``note`` moves a channel's mark forward, a write in a thread follows (one at a
     time; the notes made meanwhile go in the next one). A write that fails is logged once and tried again at the
     next note: a cursor behind only makes the next catch-up read messages the inbox already took."""
@@ -111,7 +111,7 @@ class Cursor:
 
 async def catch_up(
     client: discord.Client,
-    cursor: Cursor,
+    cursor: HistoryCursor,
     take: Callable[[discord.Message], Awaitable[bool]],
     order: asyncio.Lock,
     stopping: Callable[[], bool],

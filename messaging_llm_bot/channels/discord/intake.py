@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from assistant_framework.config.settings import DiscordSettings
 from messaging_llm_bot.channels.contract import Address
-from messaging_llm_bot.channels.discord.catchup import MAX_CHANNELS, Cursor, allowed_dms, catch_up
+from messaging_llm_bot.channels.discord.catchup import MAX_CHANNELS, HistoryCursor, allowed_dms, catch_up
 from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of
 from messaging_llm_bot.channels.discord.turn import DiscordTurns, joinable
@@ -53,7 +53,7 @@ class DiscordIntake:
         self.strangers = Strangers.told_once(host.runtime, "discord")
         # Held while the inbox cannot store (the gateway would not send it again), its chat told once.
         self.intake = host.channel_intake(host.turns, hold=True, lost=_lost)
-        self.cursor = Cursor(host.runtime.workspace)
+        self.cursor = HistoryCursor(host.runtime.workspace)
         self.order = asyncio.Lock()  # one message at a time, in the gateway's order (a held one holds the rest)
 
     async def take(self, message: discord.Message) -> bool:
