@@ -20,6 +20,7 @@ from telegram.error import TelegramError
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.conversation.approvals import (
     ALLOWANCE,
+    STOPPED_UNANSWERED,
     Answer,
     OpenQuestions,
     answer_of_choice,
@@ -88,5 +89,8 @@ class TelegramApprovals:
         # "chat" on a question that did not offer it: this call only
         answer = answer_of_choice(choice) if self.questions.offered(token) or choice != "chat" else True
         taken = self.questions.answer(token, answer)
+        # Not taken but still open: the bot's stop declined it in this very loop pass (its end is on the way).
+        stopped = not taken and self.questions.is_open(token)
+        text = chosen_text(answer) if taken else STOPPED_UNANSWERED if stopped else "This question has expired."
         with contextlib.suppress(TelegramError):
-            await query.edit_message_text(chosen_text(answer) if taken else "This question has expired.")
+            await query.edit_message_text(text)
