@@ -66,37 +66,46 @@ def test_no_answer_in_time_is_no_and_a_failed_send_leaves_no_question_open() -> 
     assert timed_out is False and late is False and after_failure is False
 
 
+#: A delete the policy asks the owner about.
+DELETE: ApprovalRequest = {
+    "skill": "file",
+    "args": {"action": "delete", "path": "notes/a.md"},
+    "capabilities": ["write"],
+    "reason": "deletes ask",
+    "chat": CHAT,
+    "allow_conversation": False,
+}
+
+
+async def _thread_asking(questions: OpenQuestions, shown: list[tuple[str, object, str]]) -> asyncio.Future[object]:
+    """A worker thread asks ``DELETE`` through ``approver`` as a question with buttons (its message's updates go to
+    ``shown``); returns once the question is posted and waits for the press (post() does not wait)."""
+    loop = asyncio.get_running_loop()
+    posted = asyncio.Event()
+
+    async def post(_offers: bool) -> str:
+        posted.set()
+        return "message-1"
+
+    async def show(message: str, answer: object, unanswered: str) -> None:
+        shown.append((message, answer, unanswered))
+
+    approve = questions.approver(
+        lambda asked: questions.ask_with_buttons("k1", CHAT, asked, post, show, "test"), loop, CHAT
+    )
+    thread = asyncio.ensure_future(asyncio.to_thread(approve, DELETE))
+    await posted.wait()
+    return thread
+
+
 def test_a_question_with_buttons_ended_by_the_stop_says_the_bot_stopped_not_that_time_ran_out() -> None:
     """The worker thread asks through ``approver``; the channel's stop (``decline_questions_on``) declines it at
     once, and the question's message is updated to say the bot stopped (it said "No answer in time")."""
-    request: ApprovalRequest = {
-        "skill": "file",
-        "args": {"action": "delete", "path": "notes/a.md"},
-        "capabilities": ["write"],
-        "reason": "deletes ask",
-        "chat": CHAT,
-        "allow_conversation": False,
-    }
     shown: list[tuple[str, object, str]] = []
 
     async def main() -> bool:
-        loop = asyncio.get_running_loop()
-        questions = OpenQuestions(timeout_seconds=60)
-        posted = asyncio.Event()
-
-        async def post(_offers: bool) -> str:
-            posted.set()
-            return "message-1"
-
-        async def show(message: str, answer: object, unanswered: str) -> None:
-            shown.append((message, answer, unanswered))
-
-        approve = questions.approver(
-            lambda asked: questions.ask_with_buttons("k1", CHAT, asked, post, show, "test"), loop, CHAT
-        )
-        answer = asyncio.ensure_future(asyncio.to_thread(approve, request))
-        await posted.wait()  # post() does not wait: the question now waits for the press
-        assert decline_questions_on(loop) == 1
+        answer = await _thread_asking(OpenQuestions(timeout_seconds=60), shown)
+        assert decline_questions_on(asyncio.get_running_loop()) == 1
         return await answer is True
 
     assert asyncio.run(main()) is False
@@ -110,33 +119,12 @@ def test_a_press_and_the_stop_in_the_same_loop_pass_give_the_thread_what_the_mes
     words) are one decision, the first of the two. Before, the stop cancelled the thread's wait one pass before the
     question's task, so a press after it (or before it, while the task still ran) was taken as a confirm that the
     thread never got."""
-    request: ApprovalRequest = {
-        "skill": "file",
-        "args": {"action": "delete", "path": "notes/a.md"},
-        "capabilities": ["write"],
-        "reason": "deletes ask",
-        "chat": CHAT,
-        "allow_conversation": False,
-    }
-    shown: list[tuple[object, str]] = []
+    shown: list[tuple[str, object, str]] = []
 
-    async def main() -> tuple[bool, list[bool], int]:
+    async def main() -> tuple[object, list[bool], int]:
         loop = asyncio.get_running_loop()
         questions = OpenQuestions(timeout_seconds=60)
-        posted = asyncio.Event()
-
-        async def post(_offers: bool) -> str:
-            posted.set()
-            return "message-1"
-
-        async def show(_message: str, answer: object, unanswered: str) -> None:
-            shown.append((answer, unanswered))
-
-        approve = questions.approver(
-            lambda asked: questions.ask_with_buttons("k1", CHAT, asked, post, show, "test"), loop, CHAT
-        )
-        thread = asyncio.ensure_future(asyncio.to_thread(approve, request))
-        await posted.wait()
+        thread = await _thread_asking(questions, shown)
         taken: list[bool] = []
         declined: list[int] = []
         stop = lambda: declined.append(decline_questions_on(loop))  # noqa: E731
@@ -151,7 +139,7 @@ def test_a_press_and_the_stop_in_the_same_loop_pass_give_the_thread_what_the_mes
     got, taken, declined = asyncio.run(main())
     if first == "stop":
         assert (got, taken, declined) == (False, [False], 1)  # the press is not taken: the channel says so
-        assert shown == [(None, STOPPED_UNANSWERED)]
+        assert shown == [("message-1", None, STOPPED_UNANSWERED)]
     else:
         assert (got, taken, declined) == (True, [True], 0)  # the press decided: the thread does what it says
-        assert shown == [(True, NO_ANSWER)]
+        assert shown == [("message-1", True, NO_ANSWER)]
