@@ -333,8 +333,8 @@ class OpenQuestions:
                 await show(posted, answer, unanswered)
 
     async def wait(self, future: asyncio.Future[Answer]) -> Answer | None:
-        """The owner's answer, or None when none came within the timeout. (A cancel that ``wait_for`` loses with
-        the answer, conversation/waits.py, is the stop's: the thread was already declined and the task ends.)"""
+        """The owner's answer, or None when none came within the timeout. (The stop cancels only a question not
+        answered yet, ``_Asked``: a taken answer is never lost to it.)"""
         try:
             return await asyncio.wait_for(future, self.timeout_seconds)
         except TimeoutError:
