@@ -130,6 +130,9 @@ def test_a_job_runs_while_the_chat_is_open_and_prints_between_prompts(tmp_path, 
     finally:
         term.close()
     assert term.output.count("🗓 Stretch") == 1 and term.output.count("No open tasks.") == 1
+    # The reply printed as one block: the line being typed drawn once below it, then once as sent ("you> hello");
+    # printed in two writes, the prompt was erased and drawn again between them (a screen read then lacked it).
+    assert term.output.count(f"{PROMPT}hel", term.output.index("No open tasks.")) == 2, term.output[-3000:]
     assert sum(a.startswith("hello") for a in asked) == 1 and sum("Which tasks are open?" in a for a in asked) == 1
     runs = ws.read_jsonl(RUNS_FILE)
     assert sorted((r["job"], r["outcome"]) for r in runs) == [("j1", "delivered"), ("j2", "delivered")]

@@ -72,6 +72,14 @@ def progress_line(event: AgentEvent) -> str | None:
     return None
 
 
+def print_block(out: TextIO, text: str) -> None:
+    """``text`` and an empty line below it, in one write: print's two (the text ending a line, then its own line end)
+    reached the prompt as two lines to print above it, the prompt erased and drawn again between them (a screen
+    read between showed the block without the prompt below it)."""
+    out.write(text.rstrip("\n") + "\n\n")
+    out.flush()
+
+
 class ConsoleTurns(OwnerChatTurns):
     """The terminal chat's turns (conversation/owner_chat.py): a typed message's reply printed as a block (the reply,
     an empty line) after what streamed of it; a job run's, a notice's above the prompt. Each printed once:
@@ -113,9 +121,7 @@ class ConsoleTurns(OwnerChatTurns):
             return True
         if not (is_job_item(item) or is_notice_item(item)):
             live, self.live = self.live, None  # a replay's reply: nothing of it was shown
-            print(
-                (live.rest(text) if live is not None else text).rstrip("\n") + "\n", file=self.term.stdout, flush=True
-            )
+            print_block(self.term.stdout, live.rest(text) if live is not None else text)
         elif not await self.service.show(terminal_text(text)):  # a reply's Markdown as the terminal shows it
             return False
         await self.record_part(item.item_id, 0, time.time_ns() // 1_000_000)  # when it was shown
@@ -183,7 +189,7 @@ class ConsoleService(OwnerChatService):
         """Print ``text`` as a block of its own above the prompt; False when the chat ended first."""
         if not self.term.interactive or self.shutdown.stopping:  # leaving: a job's reply stays in the inbox
             return False
-        print(text.rstrip("\n") + "\n", file=self.term.stdout, flush=True)
+        print_block(self.term.stdout, text)
         return True
 
     async def tell(self, text: str) -> bool:
@@ -234,7 +240,7 @@ class ConsoleService(OwnerChatService):
         await self._say(terminal_text(reply) if reply is not None else unknown_command_text(text.split()[0]))
 
     async def _say(self, text: str) -> None:
-        print(text.rstrip("\n") + "\n", file=self.term.stdout, flush=True)
+        print_block(self.term.stdout, text)
 
     async def ask_owner(self, request: ApprovalRequest) -> Answer:
         async with self._asking:
