@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -218,6 +219,25 @@ def test_wrong_signatures_meet_a_bound_and_run_nothing(listener: HookListener) -
     statuses = [post(url, b"{}", {"Authorization": f"Bearer wrong-{n}-" + "w" * 20})[0] for n in range(21)]
     assert statuses[:20] == [401] * 20 and statuses[20] == 429
     assert listener.calls == []  # type: ignore[attr-defined]
+
+
+def test_unsigned_bodies_sent_a_byte_at_a_time_do_not_starve_a_signed_call(listener: HookListener) -> None:
+    """More connections than the listener's cap each send a hook's headers and then its body a byte at a time
+    (anyone can: the signature is checked once the body is in). They held every connection for the body timeout
+    and a signed call got 503 (fails so without the push-out of slow bodies, checked)."""
+    held = []
+    try:
+        for _ in range(40):
+            sock = socket.create_connection(("127.0.0.1", listener.port), timeout=5)
+            sock.sendall(b"POST /hooks/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+            held.append(sock)
+        time.sleep(0.7)  # past the server's PUSH_OUT_AFTER_SECONDS
+        status, _ = post(f"http://127.0.0.1:{listener.port}/hooks/ping", b"{}", signed(b"{}", "real"))
+        assert status == 202
+    finally:
+        for sock in held:
+            sock.close()
+    assert len(listener.calls) == 1  # type: ignore[attr-defined]
 
 
 def test_a_delivery_is_remembered_across_a_restart_and_a_body_without_an_id_runs_once(tmp_path: Path) -> None:

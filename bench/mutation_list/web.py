@@ -87,6 +87,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         WEB,
     ),
     Mutation(
+        "listener-slow-body-holds",
+        f"{AF}/web/limits.py",
+        "            self.server.reading_body(self.server_conn)\n",
+        "            self.server.busy(self.server_conn)\n",
+        "a body sent a byte at a time holds its connection: a flood of them locks every listener",
+        ("test_web_limits.py", "test_hooks.py"),
+    ),
+    Mutation(
         "web-long-head-dropped",
         f"{AF}/web/limits.py",
         "stream.on_long_head = self._answer_long_head",
