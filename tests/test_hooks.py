@@ -9,6 +9,7 @@ of deliveries."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
 import urllib.error
@@ -238,6 +239,19 @@ def test_unsigned_bodies_sent_a_byte_at_a_time_do_not_starve_a_signed_call(liste
         for sock in held:
             sock.close()
     assert len(listener.calls) == 1  # type: ignore[attr-defined]
+
+
+def test_a_flood_of_refused_calls_costs_the_log_a_few_lines(listener: HookListener, caplog) -> None:
+    """150 calls of hooks that do not exist and 150 wrong signatures each wrote Tornado's access line (and the
+    refusal's) to the bot's log, without a bound; each kind of line is now 20 a minute, as the web page's."""
+    caplog.set_level(logging.INFO)
+    url = f"http://127.0.0.1:{listener.port}/hooks"
+    for n in range(150):
+        assert post(f"{url}/nope{n}", b"{}", {})[0] == 404
+        assert post(f"{url}/ping", b"{}", {"Authorization": f"Bearer wrong-{n}-" + "w" * 20})[0] in (401, 429)
+    lines = [r for r in caplog.records if r.name in ("tornado.access", "assistant_framework.hooks.listener")]
+    assert len(lines) <= 70, len(lines)
+    assert post(f"{url}/ping", b"{}", signed(b"{}", "real"))[0] == 202
 
 
 def test_a_delivery_is_remembered_across_a_restart_and_a_body_without_an_id_runs_once(tmp_path: Path) -> None:

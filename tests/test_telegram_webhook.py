@@ -183,3 +183,39 @@ def test_an_album_posted_to_the_webhook_is_one_turn(fake, start_bot, chat_server
     assert "a.pdf" in prompt and "b.pdf" in prompt
     assert texts(fake) == ["Both files filed."]
     assert sorted(p.split("/")[-1] for p in workspace.list("inbox/**/*.pdf")) == ["a.pdf", "b.pdf"]
+
+
+def test_a_flood_of_forged_posts_costs_the_log_a_few_lines(fake, start_bot, chat_server, caplog):
+    """300 POSTs with a wrong secret wrote two lines each to the bot's log (the refusal and Tornado's access
+    line), without a bound: the log that holds the bot's own history rolled over for an outsider. Each kind of
+    line is now bounded as the web page's are (20 a minute), and the owner's update is still answered."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    port = free_port()
+    secret = "s3cret-token-0123456789"
+    start_bot(
+        mode="webhook",
+        webhook={
+            "listen": "127.0.0.1",
+            "port": port,
+            "url": f"http://127.0.0.1:{port}/telegram",
+            "secret_token": secret,
+        },
+    )
+    fake.wait_for(lambda: fake.calls("setWebhook"), timeout=10)
+    with requests.Session() as session:
+        post(port, update(919, "forged"), secret="wrong")  # the server is up
+        for n in range(300):
+            forged = session.post(
+                f"http://127.0.0.1:{port}/telegram",
+                json=update(920 + n, "forged"),
+                headers={"X-Telegram-Bot-Api-Secret-Token": f"wrong-{n}"},
+                timeout=5,
+            )
+            assert forged.status_code == 403
+    chat_server.enqueue('{"reply": "Still here."}')
+    assert post(port, update(1300, "hello"), secret=secret).status_code == 200
+    fake.wait_for(lambda: "Still here." in texts(fake), timeout=10)
+    refused = [r for r in caplog.records if "403" in r.getMessage() or "without the right secret" in r.getMessage()]
+    assert 2 <= len(refused) <= 60, len(refused)

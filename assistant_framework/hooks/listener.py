@@ -27,6 +27,7 @@ from assistant_framework.config.settings import HooksSettings
 from assistant_framework.hooks.auth import SIGNATURE_HEADER, Hook, authentic
 from assistant_framework.hooks.deliveries import MAX_ID_CHARS, Deliveries, delivery_key
 from assistant_framework.serve.clients import PerMinute
+from assistant_framework.web import logbudget
 from assistant_framework.web.base import SECURITY_HEADERS
 from assistant_framework.web.limits import GuardedHTTPServer, Refusal, ServerLimits, http_server
 
@@ -195,6 +196,7 @@ class HookListener:
     def _bind(self) -> None:
         sockets = tornado.netutil.bind_sockets(self.port, self.host)
         self.port = sockets[0].getsockname()[1]
+        logbudget.install(loggers=(*logbudget.SERVER_LOGGERS, __name__))  # each kind of line 20 a minute
         self._server = http_server(self.app, self.limits, screen(self.limits), SECURITY_HEADERS)
         self._server.add_sockets(sockets)
 

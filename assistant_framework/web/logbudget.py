@@ -1,4 +1,5 @@
-"""A bound on the page's log lines: many requests must not flood the bot's (rotating) log.
+"""A bound on the log lines of the page and of every listener: many requests must not flood the bot's (rotating)
+log.
 
 Each kind of line (logger, level and message template) may appear ``per_minute`` times a minute;
 further ones are counted, and the next line of that kind let through says how many were left out.
@@ -12,16 +13,21 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-#: The loggers the page's server writes to (Tornado's and ours); asyncio's too, where a callback error lands.
-WEB_LOGGERS = (
+#: The loggers every listener's server writes to (Tornado's, the guarded server's); asyncio's too, where a
+#: callback error lands.
+SERVER_LOGGERS = (
     "tornado.access",
     "tornado.application",
     "tornado.general",
     "asyncio",
     "assistant_framework.web.limits",
+)
+#: The page's: the server's and its handlers'.
+WEB_LOGGERS = (
+    *SERVER_LOGGERS,
     "assistant_framework.web.base",
     "assistant_framework.web.server",
     "assistant_framework.web.pages",
@@ -65,11 +71,11 @@ class LogBudget(logging.Filter):
 _installed = threading.Lock()
 
 
-def install(budget: LogBudget | None = None) -> LogBudget:
-    """Put a fresh budget on each of the page's loggers, in place of one an earlier server set."""
+def install(budget: LogBudget | None = None, loggers: Iterable[str] = WEB_LOGGERS) -> LogBudget:
+    """Put a fresh budget on each of ``loggers`` (the page's by default), in place of one an earlier server set."""
     budget = budget or LogBudget()
     with _installed:
-        for name in WEB_LOGGERS:
+        for name in loggers:
             logger = logging.getLogger(name)
             for existing in [f for f in logger.filters if isinstance(f, LogBudget)]:
                 logger.removeFilter(existing)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import AF, WEB, WEB_SKILLS_INSTALL, Mutation
+from mutation_list.common import AF, BOT, WEB, WEB_SKILLS_INSTALL, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- the web page (web/auth.py, web/screen.py, web/limits.py) --------------------------------------
@@ -93,6 +93,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            self.server.busy(self.server_conn)\n",
         "a body sent a byte at a time holds its connection: a flood of them locks every listener",
         ("test_web_limits.py", "test_hooks.py"),
+    ),
+    Mutation(
+        "listener-log-unbounded",
+        f"{BOT}/channels/listener.py",
+        "        logbudget.install(loggers=self.loggers)",
+        "        logbudget.install(loggers=())",
+        "every forged webhook POST writes its lines to the bot's log: an outsider rolls the log over",
+        ("test_telegram_webhook.py",),
+    ),
+    Mutation(
+        "hooks-log-unbounded",
+        f"{AF}/hooks/listener.py",
+        "        logbudget.install(loggers=(*logbudget.SERVER_LOGGERS, __name__))",
+        "        logbudget.install(loggers=())",
+        "every refused hook call writes its lines to the bot's log: an outsider rolls the log over",
+        ("test_hooks.py",),
     ),
     Mutation(
         "web-long-head-dropped",

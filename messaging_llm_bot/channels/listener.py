@@ -11,6 +11,7 @@ import tornado.netutil
 import tornado.web
 
 from assistant_framework.hooks.listener import screen
+from assistant_framework.web import logbudget
 from assistant_framework.web.base import SECURITY_HEADERS
 from assistant_framework.web.limits import GuardedHTTPServer, ServerLimits, http_server
 
@@ -51,6 +52,8 @@ class WebhookListener:
             body_timeout_seconds=30.0,
         )
         self.app = tornado.web.Application([(path, handler, handler_args)])
+        # The server's lines and the handler's own (its module's logger): each kind 20 a minute, as the page's.
+        self.loggers = (*logbudget.SERVER_LOGGERS, handler.__module__)
         self._server: GuardedHTTPServer | None = None
 
     @property
@@ -63,6 +66,7 @@ class WebhookListener:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         sockets = tornado.netutil.bind_sockets(self.port, self.host, family=family)
         self.port = sockets[0].getsockname()[1]
+        logbudget.install(loggers=self.loggers)
         self._server = http_server(self.app, self.limits, screen(self.limits), SECURITY_HEADERS)
         self._server.add_sockets(sockets)
 
