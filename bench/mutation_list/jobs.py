@@ -307,6 +307,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_jobs_by_hand.py",),
     ),
     Mutation(
+        "reminders-one-timer-across-a-clock-jump",
+        f"{BOT}/conversation/jobs.py",
+        "job._handle = loop.call_later(min(left, self.recheck_seconds), wake)",
+        "job._handle = loop.call_later(left, wake)",
+        "a reminder or digest due while the laptop slept (or the clock stepped ahead) is sent hours late",
+        ("test_clock_jumps.py",),
+    ),
+    Mutation(
         "serve-chat-approver-not-the-home-channels",
         f"{BOT}/conversation/job_router.py",
         "        return jobs.ask_owner if jobs is not None else None",

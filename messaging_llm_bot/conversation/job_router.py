@@ -24,7 +24,7 @@ import logging
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from datetime import time as dtime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -113,6 +113,7 @@ class JobRouter:
         self._queue: AsyncJobQueue | None = None
         self.reminders: ReminderScheduler | None = None
         self._digests: dict[str, DailyJob] = {}  # each channel's morning digest (on the scheduler's loop)
+        self._clock: Callable[[], datetime] = _utc_now  # one wall clock for jobs, reminders and digests (a test's)
 
     def attach(self, channel: str, jobs: ChannelJobs, clock: Callable[[], datetime] | None = None) -> JobScheduler:
         """Run ``channel``'s jobs from now on; starts the scheduler for the first channel (with its ``clock``)."""
@@ -228,7 +229,7 @@ class JobRouter:
         async def send(context: object) -> None:
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(digest.send(), loop))
 
-        self._digests[channel] = DailyJob(self._queue, send, digest.at, _digest_name(channel)).start()
+        self._digests[channel] = DailyJob(self._queue, send, digest.at, _digest_name(channel), self._clock).start()
 
     def digest_due(self, channel: str) -> datetime | None:
         """When ``channel``'s next morning digest is sent; None when it has none here."""
@@ -270,7 +271,8 @@ class JobRouter:
 
     async def _main(self, ready: threading.Event, clock: Callable[[], datetime] | None) -> None:
         self._done = done = asyncio.Event()
-        queue = AsyncJobQueue()
+        self._clock = clock or _utc_now
+        queue = AsyncJobQueue(self._clock)
         self.scheduler = scheduler = JobScheduler(
             self.runtime.workspace,
             _ChannelInboxes(self._attached),
@@ -278,13 +280,14 @@ class JobRouter:
             claim=self.claim,
             start=self.dispatch,
             settings=lambda: self.runtime.settings,
-            clock=clock,
+            clock=self._clock,
         )
         scheduler.start()
         self._queue = queue
         ready.set()  # attach() holds the lock until here: what follows reads the channels
         first = self._attached()
         poll = min((jobs.reminder_poll_seconds for jobs in first.values()), default=POLL_SECONDS)
+        queue.recheck_seconds = poll  # a reminder's or a digest's time is read again at each poll
         self.reminders = ReminderScheduler(
             ReminderStore(self.runtime.workspace),
             queue,
@@ -293,6 +296,7 @@ class JobRouter:
             poll_seconds=poll,
             channels=self._reminder_channels,
             conversation=True,  # Telegram: a reminder set in a forum topic goes to that topic
+            clock=self._clock,
         )
         self.reminders.start()
         for channel, jobs in first.items():
@@ -313,6 +317,10 @@ def owner_digest(at: str | None, timezone: str, send: Callable[[], Coroutine[Any
         return None
     hour, minute = (int(x) for x in at.split(":"))
     return OwnerDigest(dtime(hour, minute, tzinfo=ZoneInfo(timezone)), send)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _digest_name(channel: str) -> str:

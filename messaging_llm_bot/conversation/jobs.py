@@ -27,7 +27,7 @@ class AsyncJob:
     name: str
     data: Any = None
     removed: bool = False
-    _handle: asyncio.TimerHandle | None = field(default=None, repr=False)
+    _handle: asyncio.Handle | None = field(default=None, repr=False)
 
     def schedule_removal(self) -> None:
         """Do not run this job (again)."""
@@ -104,12 +104,43 @@ class DailyJob:
         await self.callback(context)
 
 
-class AsyncJobQueue:
-    """Jobs on the running event loop; create and use it from that loop."""
+#: The longest a wait for a wall-clock time sleeps before it reads the wall clock again.
+RECHECK_SECONDS = 30.0
 
-    def __init__(self) -> None:
+
+class AsyncJobQueue:
+    """Jobs on the running event loop; create and use it from that loop.
+
+    A ``run_once`` at an aware datetime runs when the wall clock (``clock``) reaches it. asyncio's timers count
+    on the monotonic clock, which a suspend stops and an NTP step does not move: one timer for the whole wait
+    fired hours late after a laptop slept, and early after the clock was set back. So the wait is cut into
+    steps of at most ``recheck_seconds``, each measured again on the wall clock."""
+
+    def __init__(self, clock: Callable[[], datetime] | None = None, recheck_seconds: float = RECHECK_SECONDS) -> None:
         self._jobs: list[AsyncJob] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.clock = clock or _utc_now
+        self.recheck_seconds = recheck_seconds
+
+    def _start(self, job: AsyncJob, callback: Callback) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(job, callback))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _at(self, job: AsyncJob, when: datetime, callback: Callback) -> None:
+        loop = asyncio.get_running_loop()
+
+        def wake() -> None:
+            if job.removed:
+                return
+            left = seconds_until(when, self.clock())
+            if left > 0:  # not yet on the wall clock: sleep again, one step at most
+                job._handle = loop.call_later(min(left, self.recheck_seconds), wake)
+                return
+            job.removed = True
+            self._start(job, callback)
+
+        job._handle = loop.call_soon(wake)
 
     def _schedule(self, job: AsyncJob, delay: float, callback: Callback, then: Callable[[], float | None]) -> None:
         loop = asyncio.get_running_loop()
@@ -117,9 +148,7 @@ class AsyncJobQueue:
         def fire() -> None:
             if job.removed:
                 return
-            task = loop.create_task(self._run(job, callback))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._start(job, callback)
             following = then()
             if following is None:
                 job.removed = True
@@ -141,9 +170,13 @@ class AsyncJobQueue:
         return job
 
     def run_once(self, callback: Callback, when: Any, data: Any = None, name: str | None = None) -> AsyncJob:
-        """Run ``callback`` once after ``when`` (seconds, timedelta or aware datetime)."""
+        """Run ``callback`` once after ``when`` (seconds or timedelta) or at ``when`` (an aware datetime, on the
+        wall clock)."""
         job = self._add(name, data)
-        self._schedule(job, seconds_until(when), callback, lambda: None)
+        if isinstance(when, datetime):
+            self._at(job, when, callback)
+        else:
+            self._schedule(job, seconds_until(when), callback, lambda: None)
         return job
 
     def run_repeating(

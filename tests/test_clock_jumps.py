@@ -1,0 +1,138 @@
+"""Scheduled work when the wall clock jumps, through the real Telegram frontend (FakeBotAPI).
+
+A laptop that slept, or an NTP correction, moves the wall clock while the process's timers (asyncio's, on
+the monotonic clock, which does not count a suspend) keep their own time. The scheduler's wall clock here is
+the test's (``TelegramService.job_clock``: the real time plus an offset the test moves), so a jump is one
+``advance``; the timers, the inbox, the reminder store and the Bot API calls are the real ones.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from assistant_framework.schedules import to_iso
+from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.conversation.job_router import job_router
+from tests.telegram_harness import OWNER, RunningBot, make_runtime, telegram_config, texts
+from tests.test_jobs_bot import Clock, next_look
+from tests.waiting import more_reminder_polls
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+@pytest.fixture
+def clock_bot(fake, bot_config, workspace, tmp_path):
+    """Factory: the Telegram bot with its scheduler (jobs, reminders, digests) on the test's clock."""
+    running: list[RunningBot] = []
+
+    def start(clock: Clock, **overrides) -> RunningBot:
+        config = telegram_config(bot_config, fake, **overrides)
+        config["jobs"] = {"poll_seconds": 0.05}
+        bot = RunningBot(make_runtime(config, workspace, tmp_path))
+        bot.service.job_clock = clock
+        running.append(bot)
+        return bot.start()
+
+    yield start
+    for bot in running:
+        bot.stop()
+
+
+def reminders(fake, text: str) -> list[str]:
+    return [t for t in texts(fake, OWNER) if t.startswith(f"⏰ {text}")]
+
+
+def water(fake) -> list[str]:
+    return [t for t in texts(fake, OWNER) if t.startswith("🗓 Drink water")]
+
+
+def iso(moment) -> str:
+    return to_iso(moment) or ""
+
+
+def digests(fake) -> list[str]:
+    return [t for t in texts(fake, OWNER) if t.startswith("📋")]
+
+
+def test_a_reminder_due_during_a_forward_jump_is_sent_at_once_and_says_it_is_late(fake, clock_bot, workspace):
+    # Set for two hours from now; then the laptop sleeps three hours (the wall clock jumps, the timers do not).
+    clock = Clock()
+    due = clock() + timedelta(hours=2)
+    ReminderStore(workspace).add(OWNER, "call the plumber", due, "Europe/Berlin")
+    bot = clock_bot(clock)
+    more_reminder_polls(bot.runtime, 2)  # planned on its timer (two hours of the monotonic clock)
+    assert reminders(fake, "call the plumber") == []
+    clock.advance(hours=3)
+    fake.wait_for(lambda: reminders(fake, "call the plumber") != [], timeout=10)
+    more_reminder_polls(bot.runtime, 3)
+    assert reminders(fake, "call the plumber") == [
+        f"⏰ call the plumber\n(late: was due {due.astimezone(BERLIN):%H:%M})"
+    ]
+    assert ReminderStore(workspace).pending() == []
+
+
+def test_the_morning_digest_due_during_a_forward_jump_is_sent_once_at_once(fake, clock_bot):
+    clock = Clock()
+    at = (clock() + timedelta(hours=2)).astimezone(BERLIN)
+    bot = clock_bot(clock, morning_digest=f"{at:%H:%M}")
+    router = job_router(bot.runtime)
+    due = fake.wait_for(lambda: router.digest_due("telegram"))
+    assert timedelta(hours=1) < due - clock() <= timedelta(hours=2)
+    clock.advance(hours=3)
+    fake.wait_for(lambda: digests(fake) != [], timeout=10)
+    more_reminder_polls(bot.runtime, 3)
+    assert len(digests(fake)) == 1
+    assert router.digest_due("telegram") == due + timedelta(days=1)  # the next one is tomorrow's, once
+
+
+def test_a_backward_jump_sends_a_reminder_neither_early_nor_twice(fake, clock_bot, workspace):
+    # Due in a second; the clock is set back an hour first (NTP): its timer fires, it is an hour early then.
+    clock = Clock()
+    due = clock() + timedelta(seconds=1)
+    ReminderStore(workspace).add(OWNER, "water the plants", due, "Europe/Berlin")
+    bot = clock_bot(clock)
+    clock.advance(hours=-1)
+    more_reminder_polls(bot.runtime, 2)
+    time.sleep(1.5)  # past the timer's second
+    more_reminder_polls(bot.runtime, 2)
+    assert reminders(fake, "water the plants") == []
+    clock.advance(hours=1)
+    fake.wait_for(lambda: reminders(fake, "water the plants") != [], timeout=10)
+    more_reminder_polls(bot.runtime, 3)
+    assert reminders(fake, "water the plants") == ["⏰ water the plants"]
+
+
+def test_a_job_across_a_forward_then_a_backward_jump_runs_each_planned_time_once(fake, clock_bot, workspace):
+    # Hourly, its next run a minute away; the laptop sleeps three hours, then NTP sets the clock back three.
+    clock = Clock()
+    created = clock() - timedelta(minutes=59)
+    workspace.write_json(
+        JOBS_FILE,
+        [{"id": "j1", "name": "water", "every_minutes": 60, "message": "Drink water", "created_at": iso(created)}],
+    )
+    bot = clock_bot(clock)
+    next_look(bot, fake)
+    assert water(fake) == []
+    clock.advance(hours=3)  # three planned runs passed while asleep: catch_up once makes the newest, late
+    fake.wait_for(lambda: len(water(fake)) == 1, timeout=10)
+    assert water(fake)[0].startswith(
+        f"🗓 Drink water\n(late: planned {(created + timedelta(hours=3)).astimezone(BERLIN):%H:%M}"
+    )
+    clock.advance(hours=-3)  # back to a minute before the first run: none is made again
+    next_look(bot, fake)
+    clock.advance(minutes=2)
+    next_look(bot, fake, 5)
+    assert len(water(fake)) == 1
+    clock.advance(hours=3)  # the fourth planned time: on time, once
+    fake.wait_for(lambda: len(water(fake)) == 2, timeout=10)
+    next_look(bot, fake, 5)
+    assert water(fake)[1] == "🗓 Drink water"
+    lines = workspace.read_jsonl(RUNS_FILE)
+    made = [line["planned"] for line in lines if line["outcome"] == "delivered"]
+    assert made == [iso(created + timedelta(hours=3)), iso(created + timedelta(hours=4))]
+    assert [line["count"] for line in lines if line["outcome"] == "skipped"] == [2]
