@@ -9,7 +9,7 @@ the test's (``TelegramService.job_clock``: the real time plus an offset the test
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -91,14 +91,14 @@ def test_the_morning_digest_due_during_a_forward_jump_is_sent_once_at_once(fake,
 
 
 def test_a_backward_jump_sends_a_reminder_neither_early_nor_twice(fake, clock_bot, workspace):
-    # Due in a second; the clock is set back an hour first (NTP): its timer fires, it is an hour early then.
+    # Set for three seconds ahead and planned; then NTP sets the clock back an hour: at its old time it is early.
     clock = Clock()
-    due = clock() + timedelta(seconds=1)
-    ReminderStore(workspace).add(OWNER, "water the plants", due, "Europe/Berlin")
     bot = clock_bot(clock)
+    due = clock() + timedelta(seconds=3)
+    ReminderStore(workspace).add(OWNER, "water the plants", due, "Europe/Berlin")
+    more_reminder_polls(bot.runtime, 2)  # planned on its timer
     clock.advance(hours=-1)
-    more_reminder_polls(bot.runtime, 2)
-    time.sleep(1.5)  # past the timer's second
+    time.sleep(max(0.0, (due - datetime.now(timezone.utc)).total_seconds()) + 0.5)  # past its old time
     more_reminder_polls(bot.runtime, 2)
     assert reminders(fake, "water the plants") == []
     clock.advance(hours=1)
