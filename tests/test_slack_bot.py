@@ -404,6 +404,25 @@ def test_a_slash_command_signed_wrongly_is_refused_and_reaches_nothing(running: 
     assert len(slack.calls("chat.postMessage")) == before + 1  # nothing for the refused /new
 
 
+def test_a_slash_command_sent_again_byte_for_byte_runs_once(running: Running) -> None:
+    """A recorded signed command replayed within the five minutes its timestamp is good for: it ran again (a
+    second answer; a replayed /new or /reset yes would clear the chat again). Now the signature taken before is
+    known: 200, nothing runs (fails with two answers without the check, checked)."""
+    slack = running.slack
+    dm = slack.dms[OWNER]
+    before = len(slack.calls("chat.postMessage"))
+    assert slack.deliver_command(slack.slash(OWNER, "/replayed")).status_code == 200
+    wait_until(lambda: len(slack.calls("chat.postMessage")) > before, what="the answer to /replayed")
+    again = slack.send_again()
+    assert (again.status_code, again.text) == (200, "")
+    answered = slack.deliver_command(slack.slash(OWNER, "/after"))  # the next command: answered, after it
+    assert answered.status_code == 200
+    wait_until(lambda: "/after" in slack.posted(dm)[-1]["text"], what="the answer to /after")
+    texts = [m["text"] for m in slack.posted(dm)]
+    assert sum("Unknown command /replayed." in t for t in texts) == 1, texts[-3:]
+    assert len(slack.calls("chat.postMessage")) == before + 2
+
+
 def test_a_strangers_slash_command_gets_the_pairing_code_once_and_the_owners_pair_lets_them_in(
     running: Running,
 ) -> None:

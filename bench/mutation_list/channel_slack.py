@@ -54,6 +54,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         SLACK_BOT,
     ),
     Mutation(
+        "slack-replay-runs-again",
+        "messaging_llm_bot/channels/slack/webhook.py",
+        "        if webhook.taken.seen(signature, time.time()):",
+        "        if False:",
+        "a recorded slash command or button press replayed within five minutes runs again",
+        ("test_slack_bot.py",),
+    ),
+    Mutation(
         "slack-timestamp-unchecked",
         "messaging_llm_bot/channels/slack/webhook.py",
         "    return abs(now - int(timestamp)) <= MAX_AGE_SECONDS",

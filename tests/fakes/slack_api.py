@@ -107,6 +107,7 @@ class FakeSlackAPI:
         self.limits: dict[str, tuple[int, float]] = {}  # method -> (calls still refused, Retry-After)
         self.webhook_url = ""
         self.signing_secret = ""
+        self.last_sent: tuple[bytes, dict[str, str]] = (b"", {})
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self.server: FakeServer | None = None
@@ -328,7 +329,14 @@ class FakeSlackAPI:
             headers["X-Slack-Signature"] = signature(self.signing_secret if secret is None else secret, stamp, body)
         if retry_num is not None:
             headers |= {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "http_timeout"}
+        self.last_sent = (body, headers)
         return requests.post(self.webhook_url, data=body, headers=headers, timeout=wait)
+
+    def send_again(self) -> requests.Response:
+        """The last request posted to the request URL, byte for byte (its timestamp and signature): a recorded
+        request replayed."""
+        body, headers = self.last_sent
+        return requests.post(self.webhook_url, data=body, headers=headers, timeout=30)
 
     # -- observing -------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ reverse proxy in front: Slack calls only https). In this order, before anything 
 - ``X-Slack-Signature``: ``v0=`` and the HMAC-SHA256 of ``v0:<timestamp>:<raw body>`` with the signing secret,
   compared in constant time (slack-sdk's ``SignatureVerifier``): wrong or missing is 401 and nothing is parsed
   or stored (past ``BAD_PER_MINUTE`` refused ones a minute: 429);
+- a command or button press taken before (the same signature, remembered while its timestamp is fresh): 200
+  and nothing runs (a recorded request sent again within the five minutes; an event is taken once by the
+  inbox, by its ``event_id``);
 - ``per_minute`` (429: Slack sends it again), then the body: an interactive payload (a button pressed, form data
   ``payload=<json>``, the app's Interactivity request URL set to the same address) is handed to the channel's
   ``act``; a slash command (form data with ``command``, each command's Request URL the same address: slash.py)
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -40,6 +44,26 @@ MAX_CHALLENGE_CHARS = 200
 Take = Callable[[Any], Awaitable[bool]]
 #: The channel's part for a signed slash command (slash.py): its fields, answered in its chat.
 Command = Callable[[Mapping[str, object]], Awaitable[None]]
+
+
+class Taken:
+    """The signatures of the requests taken while their timestamps are fresh: a signed request sent again in that
+    time (a recorded slash command or button press replayed) is known. At most ``MAX_TAKEN`` (the oldest go)."""
+
+    MAX_TAKEN = 10_000
+
+    def __init__(self) -> None:
+        self._until: OrderedDict[str, float] = OrderedDict()  # signature -> when its timestamp goes stale
+
+    def seen(self, signature: str, now: float) -> bool:
+        while self._until and next(iter(self._until.values())) < now:
+            self._until.popitem(last=False)
+        return signature in self._until
+
+    def take(self, signature: str, timestamp: str) -> None:
+        self._until[signature] = int(timestamp) + MAX_AGE_SECONDS
+        while len(self._until) > self.MAX_TAKEN:
+            self._until.popitem(last=False)
 
 
 def fresh(timestamp: str | None, now: float) -> bool:
@@ -85,6 +109,11 @@ class SlackEventsHandler(PlainHandler):
         if not signed(webhook.signing_secret(), body, stamp, signature):
             self._refuse("without a valid signature")
             return
+        assert signature is not None
+        if webhook.taken.seen(signature, time.time()):
+            log.info("slack: a request taken before came again from %s (nothing runs)", self.request.remote_ip)
+            self._answer(200, "")
+            return
         if not webhook.per_minute.allow("slack"):
             self.set_header("Retry-After", "60")
             self._answer(429, "too many events this minute (slack.webhook.per_minute)")
@@ -97,6 +126,7 @@ class SlackEventsHandler(PlainHandler):
             self._answer(400, "the body is not JSON, nor a form with a JSON payload or a command")
             return
         if form:
+            webhook.taken.take(signature, stamp)
             await self._form(fields, payload)
             return
         if isinstance(payload, dict) and payload.get("type") == "url_verification":
@@ -150,3 +180,4 @@ class SlackWebhook(WebhookListener):
         )
         self.per_minute = PerMinute(first.per_minute)
         self.bad = PerMinute(BAD_PER_MINUTE)
+        self.taken = Taken()
