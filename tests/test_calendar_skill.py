@@ -206,6 +206,32 @@ def test_a_change_run_again_for_the_same_message_is_not_made_twice(radicale, cal
     assert len(stored(radicale, url)) == 1
 
 
+def test_a_replayed_change_in_other_words_is_not_made_again(radicale, calendar, workspace):
+    """The turn run again after a crash (a new run of the same message) asks for the same changes worded
+    otherwise, as a sampling model does: the create with another title (the turn's first create), the move of
+    the same event to another time. Nothing reaches the server; the model is told what was done."""
+    name, url = calendar
+    radicale.put_event(url, "piano", "Piano", "20260326T170000", 60, ZONE)
+
+    def turn_run():
+        context = owner_context(radicale, name, NOW)
+        context.conversation_id, context.message_id = "tg:1", 51
+        return context
+
+    first = turn_run()
+    SKILL.run(workspace, {"action": "create", "title": "Dentist", "start": "2026-03-25 15:00"}, first)
+    SKILL.run(workspace, {"action": "move", "uid": "piano", "start": "2026-03-27 18:00"}, first)
+    replay = turn_run()
+    created = SKILL.run(
+        workspace, {"action": "create", "title": "Dentist (Dr. Kurz)", "start": "2026-03-25 15:00"}, replay
+    )
+    moved = SKILL.run(workspace, {"action": "move", "uid": "piano", "start": "2026-03-27 19:00", "minutes": 30}, replay)
+    assert created.startswith("not done again: this create was made at") and "'Dentist'" in created
+    assert moved.startswith("not done again: this move was made at") and "not in this call's words" in moved
+    events = stored(radicale, url)
+    assert len(events) == 2 and events["piano"].hour == 18
+
+
 def test_a_change_the_server_refused_may_be_tried_again(radicale, calendar, workspace):
     name, url = calendar
     context = owner_context(radicale, name, NOW)

@@ -181,28 +181,75 @@ def owner_context(server, **mail) -> SkillContext:
     return SkillContext(conversation_id="tg:1", config={"mail": {**mail_config(server), **mail}})
 
 
+def turn_run(server, message_id: int = 41, **mail) -> SkillContext:
+    """One run of the turn answering the owner's message ``message_id``: a new context for each run, as the bot
+    makes one (the turn run again after a restart is a new run of the same message)."""
+    return SkillContext(conversation_id="tg:1", message_id=message_id, config={"mail": {**mail_config(server), **mail}})
+
+
 def test_the_same_call_again_sends_nothing(tmp_path, smtp):
-    """A turn run again after a crash right after the send makes the same call: one mail, not two."""
+    """A turn run again after a crash right after the send makes the same call: one mail, not two; nor does the
+    same call twice in one run."""
     workspace = Workspace(tmp_path / "ws")
     args = {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "I'll come."}
-    first = SKILL.run(workspace, dict(args), owner_context(smtp))
-    again = SKILL.run(workspace, dict(args), owner_context(smtp))
+    run = turn_run(smtp)
+    first = SKILL.run(workspace, dict(args), run)
+    assert SKILL.run(workspace, dict(args), run).startswith("not sent again")
+    again = SKILL.run(workspace, dict(args), turn_run(smtp))
     assert first.startswith("sent to anna@example.org") and again.startswith("not sent again")
+    assert "not in this call's words" not in again
     assert len(smtp.messages) == 1
+
+
+def test_a_replay_in_other_words_sends_nothing_and_a_later_message_sends_again(tmp_path, smtp):
+    """The replay writes the mail to Anna with another subject and body: matched by the message and the
+    recipient, not sent, and the model is told what went. The owner asking again in a new message sends."""
+    workspace = Workspace(tmp_path / "ws")
+    args = {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "I'll come."}
+    SKILL.run(workspace, dict(args), turn_run(smtp))
+    reworded = {"action": "send", "to": "Anna <ANNA@example.org>", "subject": "Sat!", "body": "Count me in."}
+    said = SKILL.run(workspace, reworded, turn_run(smtp))
+    assert said.startswith("not sent again: the mail to anna@example.org, subject 'Saturday'")
+    assert "for this message" in said and "not in this call's words" in said
+    assert len(smtp.messages) == 1
+    assert SKILL.run(workspace, dict(args), turn_run(smtp, message_id=42)).startswith("sent to")
+    assert len(smtp.messages) == 2
+
+
+def test_two_mails_of_a_turn_replayed_in_the_other_order_each_go_once(tmp_path, smtp):
+    """A turn mails Anna and Bob; the replay mails Bob first, in other words, then Anna, then Anna once more:
+    each recipient's first mail is answered from its record, the extra one (a call the first run did not make)
+    is sent."""
+    workspace = Workspace(tmp_path / "ws")
+    first = turn_run(smtp)
+    SKILL.run(workspace, {"action": "send", "to": "anna@example.org", "subject": "Sat", "body": "Yes"}, first)
+    SKILL.run(workspace, {"action": "send", "to": "bob@example.org", "subject": "Sat", "body": "Anna comes"}, first)
+    replay = turn_run(smtp)
+    bob = SKILL.run(workspace, {"action": "send", "to": "bob@example.org", "subject": "Hi", "body": "A."}, replay)
+    anna = SKILL.run(workspace, {"action": "send", "to": "anna@example.org", "subject": "Hi", "body": "Y."}, replay)
+    assert "to bob@example.org" in bob and bob.startswith("not sent again")
+    assert "to anna@example.org" in anna and anna.startswith("not sent again")
+    more = SKILL.run(workspace, {"action": "send", "to": "anna@example.org", "subject": "PS", "body": "Cake?"}, replay)
+    assert more.startswith("sent to anna@example.org")
+    assert [m["Subject"] for m in smtp.messages] == ["Sat", "Sat", "PS"]
 
 
 def test_a_refused_send_can_be_tried_again(tmp_path, smtp):
+    """Refused (nothing reached the server): recorded failed, matching nothing. The same run tries again and
+    sends; the replay of that run, one call, sends nothing."""
     workspace = Workspace(tmp_path / "ws")
     args = {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "I'll come."}
     closed = FakeSMTPServer()  # a port nobody listens on
+    run = turn_run(smtp)
+    refused = turn_run(smtp, smtp={"host": "127.0.0.1", "port": closed.port, "security": "none"})
+    refused.actions = run.actions  # the same run of the turn, its server down at the first call
     with pytest.raises(ValueError, match="could not be sent"):
-        SKILL.run(
-            workspace,
-            dict(args),
-            owner_context(smtp, smtp={"host": "127.0.0.1", "port": closed.port, "security": "none"}),
-        )
-    assert SKILL.run(workspace, dict(args), owner_context(smtp)).startswith("sent to")
+        SKILL.run(workspace, dict(args), refused)
+    assert SKILL.run(workspace, {**args, "body": "I'll come!"}, run).startswith("sent to")
+    assert SKILL.run(workspace, dict(args), turn_run(smtp)).startswith("not sent again")
     assert len(smtp.messages) == 1
+    statuses = [row["status"] for row in workspace.read_jsonl("mail/sent.jsonl")]
+    assert statuses == ["begun", "failed", "begun", "done"]
 
 
 def test_recipients_are_bounded_and_checked(tmp_path, smtp):

@@ -77,6 +77,10 @@ class Skill:
     #: The name the policy's per-skill rule is read under for one call, from its arguments (``run_script``:
     #: the ``SKILL.md`` skill whose script it runs, ``policy.skills.<that name>``); None: ``name``.
     policy_name: Callable[[JsonObject], str] | None = None
+    #: ``done_before(workspace, args, context) -> bool`` of a skill that acts outside through a ledger of actions
+    #: out (skills/once.py): True when the call matches what the turn's message already did, so it will do
+    #: nothing and the gate asks no one about it; None: the skill has no such ledger.
+    done_before: Callable[..., bool] | None = None
 
     @property
     def where(self) -> str:
@@ -445,4 +449,5 @@ def _checked_skill(folder: Path, import_module: Callable[[], types.ModuleType]) 
         wants_context=wants_context,
         module_name=module.__name__,
         deprecated=deprecated,
+        done_before=done_before if callable(done_before := getattr(module, "done_before", None)) else None,
     )

@@ -24,6 +24,10 @@ A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
   a sentence the model can act on. The bot always passes a context; ``None`` is a direct call (a test, a
   script). Read the context's fields as attributes (``context.private``, ``context.services.get("clock")``):
   every field has a type and a default.
+- ``done_before(workspace, args, context) -> bool`` (optional): for a skill whose actions leave the machine
+  through a ledger of ``skills/once.py`` (``mail``, ``calendar``): True when the call matches an action the
+  turn's message already did (the turn run again after a crash), so ``run`` will only say so; the gate then asks
+  the owner nothing (nothing will happen). It must agree with ``run``: its ledger's ``earlier``.
 
 ``skills.loader`` checks a folder against this contract. Two older forms still load this release, each
 with a warning that names the form above (``DEPRECATED_FORMS``): a ``register()`` function returning
@@ -39,6 +43,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.json_types import JsonObject, JsonSchema
+from assistant_framework.skills.once import TurnActions
 from assistant_framework.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -149,7 +154,7 @@ class SkillContext:
     chat_id: int | str | None = None
     user_id: int | str | None = None
     #: The chat's id of the message the turn answers: the same when a restart answers it again (a skill that
-    #: changes something outside keys its at-most-once record with it, as the calendar skill does).
+    #: changes something outside records each action under it: skills/once.py).
     message_id: int | str | None = None
     config: JsonObject = field(default_factory=dict)
     timezone: str = RuntimeSettings().timezone
@@ -159,6 +164,8 @@ class SkillContext:
     #: The owner's own private chat: may see the owner's data and other chats' logs.
     private: bool = True
     settings: Settings = _FROM_CONFIG
+    #: What this run of the turn matched in the ledgers of actions out (skills/once.py): a new one for each run.
+    actions: TurnActions = field(default_factory=TurnActions)
 
     def __post_init__(self) -> None:
         if self.settings is _FROM_CONFIG:

@@ -263,13 +263,16 @@ class CallGate:
         untrusted_why: str = UNTRUSTED_WHY,
         conversation: str | None = None,
         outside: tuple[str, ...] = (),
+        done_before: Callable[[], bool] | None = None,
     ) -> GateResult:
         """Decide, asking the owner when needed; a refused call is audited here.
 
         ``workspace``: where the call runs (a guest chat's folder), to tell an overwrite from a new file.
         ``conversation`` and ``outside`` (the keys of the outside content in view, agent/outside.py): a
         call that asks only because outside content is in view and only for ``network`` may be allowed
-        by the owner for this conversation; it then runs unasked while that content is all there is."""
+        by the owner for this conversation; it then runs unasked while that content is all there is.
+        ``done_before``: True when the call matches what the turn's message already did (a replay after a crash,
+        ``Skill.done_before``): it will do nothing again, so no one is asked."""
         caps = capabilities_for(skill, args)
         if guest and EXEC in caps:
             # A guest never runs a program on the owner's machine, whatever the policy or guest_skills say.
@@ -296,6 +299,8 @@ class CallGate:
                 decision,
                 f"The owner's policy does not allow this call ({decision.reason}). Tell the user it was not done.",
             )
+        if done_before is not None and done_before():
+            return GateResult(True, Decision("allow", f"{decision.reason}; done before for this message, not again"))
         return self._ask_owner(skill, args, caps, decision, chat, approve, offer, conversation, outside)
 
     def _decide(

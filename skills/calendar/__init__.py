@@ -20,6 +20,7 @@ from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
 from assistant_framework.workspace import Workspace
 
+from .ledger import done_before as _done_before
 from .ledger import once
 from .server import event_by_uid, owner_calendar
 from .times import local_moment, shown
@@ -77,6 +78,14 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
 
     # A create, move or delete is made at most once, also when a restart runs the turn again (ledger.py).
     return once(workspace, context, args, change)
+
+
+def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> bool:
+    """This create, move or delete was made before for the turn's message (a replay after a crash): the server is
+    not asked, so neither is the owner (ledger.py)."""
+    if context is None or not context.private or args.get("action") not in ("create", "move", "delete"):
+        return False
+    return _done_before(workspace, context, args)
 
 
 def _change(calendar: Calendar, args: SkillArgs, start: datetime | None, zone: ZoneInfo) -> str:

@@ -1,52 +1,50 @@
-"""The calendar skill's changes, each made at most once: ``calendar/changes.jsonl``.
+"""The calendar skill's changes, each made at most once for the message a turn answers: ``calendar/changes.jsonl``.
 
-A create, move or delete is recorded before it goes to the server, under a key of the chat, the message the turn
-answers (the same when a restart answers it again) and the call's arguments. The turn run again after a crash
-right after the change asks for the same call; it finds the record and changes nothing, saying when it was done.
-A change the server refused (or that could not reach it) is recorded as failed and may be tried again.
+A create, move or delete is recorded before it goes to the server (assistant_framework/skills/once.py), under the
+message the turn answers, the action and its event (a move's or delete's uid; a create has none: the turn's nth
+create is its nth). The turn run again after a crash right after the change, the model wording it as it pleases this
+time (another title), finds the record and changes nothing, saying when it was done. A change the server refused
+(or that could not reach it) is recorded as failed and may be tried again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 
+from assistant_framework.skills.once import Action, ActionLedger, Earlier, done_at
 from assistant_framework.skills.spec import SkillArgs, SkillContext
+from assistant_framework.skills.support import context_now
 from assistant_framework.workspace import Workspace
 
 CHANGES = "calendar/changes.jsonl"
+#: What a change is, as the ledger matches it: the rest of its arguments may be worded otherwise on a replay.
+WORDING = ("title", "start", "minutes")
 
 
-def call_key(context: SkillContext, args: SkillArgs) -> str:
-    """What makes two calls the same change: the chat, the message answered, the action and its arguments."""
-    fields = [
-        context.conversation_id,
-        str(context.message_id or ""),
-        {k: args[k] for k in sorted(args) if k in ("action", "title", "start", "minutes", "uid")},
-    ]
-    return hashlib.sha256(json.dumps(fields, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()[:32]
+def change_of(args: SkillArgs) -> Action:
+    """The change a call asks for: its action on its event (the uid; "" for a create), in these words."""
+    target = "" if args["action"] == "create" else str(args.get("uid") or "")
+    wording = {k: args[k] for k in WORDING if k in args}
+    return Action(str(args["action"]), target, wording, {"uid": args.get("uid"), "title": args.get("title")})
 
 
 def once(workspace: Workspace, context: SkillContext, args: SkillArgs, change: Callable[[], str]) -> str:
-    """``change()`` (the server call, its sentence back) unless this call was made before: then what it said."""
-    key = call_key(context, args)
-    last = None
-    for record in workspace.read_jsonl(CHANGES):
-        if isinstance(record, dict) and record.get("key") == key:
-            last = record
-    if last is not None and last.get("status") != "failed":
-        done = f": {last['result']}" if last.get("result") else ""
-        return f"not done again: this {args['action']} was made at {last.get('time')}{done}"
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    record = {"key": key, "time": stamp, "action": args["action"], "uid": args.get("uid"), "title": args.get("title")}
-    # Recorded before the server call: a crash after it can never make the change twice (at most once).
-    workspace.append_jsonl(CHANGES, {**record, "status": "begun"})
-    try:
-        said = change()
-    except Exception:
-        workspace.append_jsonl(CHANGES, {**record, "status": "failed"})
-        raise
-    workspace.append_jsonl(CHANGES, {**record, "status": "done", "result": said})
-    return said
+    """``change()`` (the server call, its sentence back) unless this change was made before for the turn's
+    message: then what it said."""
+
+    def act() -> tuple[str, dict[str, object]]:
+        return change(), {}
+
+    def said(done: Earlier) -> str:
+        at = done_at(done, context_now(context))
+        made = "was made" if done.finished else "was being made when the bot stopped, so it may have been made,"
+        result = f": {done.record['result']}" if done.record.get("result") else ""
+        words = "" if done.same_wording else " (as first asked, not in this call's words)"
+        return f"not done again: this {args['action']} {made} at {at} for this message{result}{words}"
+
+    return ActionLedger(workspace, CHANGES).once(context, change_of(args), act, said)
+
+
+def done_before(workspace: Workspace, context: SkillContext, args: SkillArgs) -> bool:
+    """This change was made (or begun) before for the turn's message: nothing will reach the server."""
+    return ActionLedger(workspace, CHANGES).earlier(context, change_of(args)) is not None

@@ -1,20 +1,22 @@
 """Built-in skill: send a mail, reply to a fetched one (threaded), or save a draft, through the owner's
 SMTP server (``mail`` config).
 
-Exactly once: before a mail goes to the server its call's key (the conversation, recipients, subject,
-body and reply target) is recorded in ``mail/sent.jsonl``; the same call again (the turn run again after
-a crash right after the send) finds it and sends nothing. The owner's only: a guest turn is refused.
+Exactly once: before a mail goes to the server it is recorded in ``mail/sent.jsonl`` under the message the turn
+answers and its recipients (assistant_framework/skills/once.py); the turn run again after a crash right after the
+send finds it and sends nothing, however the model words the mail this time. The owner's only: a guest turn is
+refused.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import UTC, datetime
-from typing import TypedDict, cast
+from email.message import EmailMessage
+from email.utils import parseaddr
 
+from assistant_framework.json_types import JsonObject
+from assistant_framework.skills.once import Action, ActionLedger, Earlier, done_at
 from assistant_framework.skills.spec import SkillArgs, SkillContext
-from assistant_framework.skills.support import need
+from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
 
 from .compose import compose, fetched_mail, recipients
@@ -52,66 +54,64 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
         raise ValueError(OWNER_ONLY)
     settings = context.settings.mail
     action = args["action"]
-    need(args, action, "body", *(("reply_to",) if action == "reply" else ("to", "subject")))
-    original = fetched_mail(workspace, args["reply_to"]) if action == "reply" or args.get("reply_to") else None
-    to_value = args.get("to") or (original or {}).get("from")
-    to = recipients(to_value, settings.max_recipients)
+    message, to = _message(workspace, args, context)
     if action != "draft" and not (settings.sender and settings.smtp.host):
         raise ValueError(NOT_SET_UP)
-    message = compose(settings.sender or "me", to, args.get("subject") or "", args["body"], original)
-    key = _call_key(context, action, to, message["Subject"], args["body"], message.get("In-Reply-To"))
     stamp = datetime.now(UTC).strftime("%Y-%m-%d-%H%M%S")
+    name = f"{stamp}-{_action(message, to, args['body']).digest()[:8]}.eml"
     if action == "draft":
-        rel = f"mail/drafts/{stamp}-{key[:8]}.eml"
+        rel = f"mail/drafts/{name}"
         workspace.write_text(rel, message.as_string())
         return f"draft saved to {rel} (to {', '.join(to)}, subject {message['Subject']!r}); nothing was sent"
-    earlier = _recorded(workspace, key)
-    if earlier is not None:
-        return (
-            f"not sent again: this mail (to {', '.join(to)}, subject {message['Subject']!r}) was sent at "
-            f"{earlier.get('time')} ({earlier.get('file')})"
-        )
-    rel = f"mail/sent/{stamp}-{key[:8]}.eml"
-    # Recorded before the send: a crash after it can never send the mail twice (at most once, by design).
-    workspace.append_jsonl(
-        SENT_LOG,
-        {"key": key, "time": stamp, "to": to, "subject": str(message["Subject"]), "file": rel,
-         "message_id": str(message["Message-ID"])},
-    )  # fmt: skip
+    rel = f"mail/sent/{name}"
+
+    def send_it() -> tuple[str, JsonObject]:
+        send(settings.smtp, message)  # a ValueError (refused, unreachable): recorded failed, may be tried again
+        workspace.write_text(rel, message.as_string())
+        threaded = f", in reply to {message['In-Reply-To']}" if message["In-Reply-To"] else ""
+        return f"sent to {', '.join(to)}: {message['Subject']!r}{threaded}; saved to {rel}", {}
+
+    fields: JsonObject = {"to": to, "subject": str(message["Subject"]), "file": rel,
+                          "message_id": str(message["Message-ID"])}  # fmt: skip
+    once = _action(message, to, args["body"], fields)
+    return ActionLedger(workspace, SENT_LOG).once(context, once, send_it, lambda done: _not_again(done, context))
+
+
+def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> bool:
+    """This send was made before for the turn's message (a replay after a crash): nothing will go out, so the
+    owner is not asked about it (skills/once.py)."""
+    if context is None or not context.private or args.get("action") == "draft":
+        return False
     try:
-        send(settings.smtp, message)
+        message, to = _message(workspace, args, context)
     except ValueError:
-        # The server refused it or could not be reached: nothing went out, the same call may try again.
-        workspace.append_jsonl(SENT_LOG, {"key": key, "time": stamp, "status": "failed"})
-        raise
-    workspace.write_text(rel, message.as_string())
-    threaded = f", in reply to {message['In-Reply-To']}" if original is not None else ""
-    return f"sent to {', '.join(to)}: {message['Subject']!r}{threaded}; saved to {rel}"
+        return False  # a call the run refuses in one sentence
+    return ActionLedger(workspace, SENT_LOG).earlier(context, _action(message, to, args["body"])) is not None
 
 
-def _call_key(context: SkillContext, action: str, to: list[str], subject: str, body: str, parent: object) -> str:
-    """What makes two calls the same mail: the conversation, the recipients, subject, body and parent."""
-    fields = [context.conversation_id, action, sorted(to), subject, body, str(parent or "")]
-    return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()
+def _message(workspace: Workspace, args: SkillArgs, context: SkillContext) -> tuple[EmailMessage, list[str]]:
+    """The mail the call writes and its recipients; ValueError in one sentence for a call that cannot be one."""
+    action = args["action"]
+    need(args, action, "body", *(("reply_to",) if action == "reply" else ("to", "subject")))
+    original = fetched_mail(workspace, args["reply_to"]) if action == "reply" or args.get("reply_to") else None
+    to = recipients(args.get("to") or (original or {}).get("from"), context.settings.mail.max_recipients)
+    sender = context.settings.mail.sender or "me"
+    return compose(sender, to, args.get("subject") or "", args["body"], original), to
 
 
-class SentRecord(TypedDict, total=False):
-    """A line of ``SENT_LOG``: a mail about to be sent (its call's key, the file it is saved to), or that its send
-    failed (``"status": "failed"``, the same key)."""
-
-    key: str
-    time: str
-    to: list[str]
-    subject: str
-    file: str
-    message_id: str
-    status: str
+def _action(message: EmailMessage, to: list[str], body: str, fields: JsonObject | None = None) -> Action:
+    """A mail out as the ledger matches it: to these addresses (a send or a reply alike), in these words."""
+    addresses = sorted({parseaddr(one)[1].lower() for one in to})
+    parent = str(message["In-Reply-To"] or "")
+    return Action("send", ",".join(addresses), [str(message["Subject"]), body, parent], fields or {})
 
 
-def _recorded(workspace: Workspace, key: str) -> SentRecord | None:
-    """The last record of this call unless it says the send failed: the mail went out, or may have."""
-    last = None
-    for record in workspace.read_jsonl(SENT_LOG):
-        if isinstance(record, dict) and record.get("key") == key:
-            last = cast(SentRecord, record)
-    return None if last is None or last.get("status") == "failed" else last
+def _not_again(done: Earlier, context: SkillContext) -> str:
+    """What a call that matched an earlier mail of this message reads instead of a send."""
+    record = done.record
+    to = ", ".join(str(one) for one in record.get("to") or [])
+    at = done_at(done, context_now(context))
+    what = f"the mail to {to}, subject {str(record.get('subject'))!r} ({record.get('file')})"
+    sent = "was sent" if done.finished else "was being sent when the bot stopped (so it may have gone out)"
+    said = f"not sent again: {what} {sent} at {at} for this message"
+    return said if done.same_wording else said + "; it went as first written, not in this call's words"

@@ -1,0 +1,159 @@
+"""Actions that leave the machine, each done once for the message a turn answers, whatever a replay's wording.
+
+A skill that sends a mail or changes the owner's calendar records each such action in its ledger (a JSONL file of
+the workspace) before the outside call: the message the turn answers (``SkillContext.message_id`` in its chat: the
+same when a restart answers it again), the kind of action (``send``, ``create``), its target (the recipients, an
+event's uid; "" when the action has none) and a digest of its wording. A turn cut off by a kill is asked again after
+the restart, and a real model samples: the replay may write the same mail with another subject. So a call is
+matched to the records of its message, kind and target, never to its words alone, as a durable execution's replay:
+the record of the same wording first, else the first record this run of the turn has not matched yet (the replay's
+second send to Anna is the first run's second one). A matched call is answered from its record and does nothing;
+a call beyond the records acts.
+
+A call that failed (the server refused it, or could not be reached) is recorded failed and matches nothing: the
+replay, or the same run, may try again. One begun and never finished (the kill came during the outside call) may
+have gone out, and counts as done: at most once, never twice. A turn without a message (a served client's, a
+direct call) is never asked again: its records match only calls of the same turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from assistant_framework.json_types import JsonObject
+from assistant_framework.workspace import Workspace
+
+if TYPE_CHECKING:
+    from assistant_framework.skills.spec import SkillContext
+
+BEGUN, DONE, FAILED = "begun", "done", "failed"
+
+
+class TurnActions:
+    """What one run of a turn matched in the ledgers (``SkillContext.actions``; a new one for each run, so a
+    replay starts matching from the first record again), and its own name when the turn answers no message."""
+
+    def __init__(self) -> None:
+        self.matched: set[str] = set()
+        self.lock = threading.Lock()  # a timed-out call may still be running beside the next one
+        self.token = uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action a call asks for: what it is, whom it reaches, its wording (what a replay may change), and
+    ``fields``: what its record keeps to say later what was done (recipients, subject, title)."""
+
+    kind: str
+    target: str
+    wording: object
+    fields: JsonObject = field(default_factory=dict)
+
+    def digest(self) -> str:
+        text = json.dumps(self.wording, ensure_ascii=False, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """The record a call matched: it was done (or begun: ``finished`` False) at ``time`` for this message."""
+
+    time: datetime
+    record: JsonObject
+    finished: bool
+    same_wording: bool
+
+
+@dataclass(frozen=True)
+class ActionLedger:
+    """One skill's ledger of actions out (``mail/sent.jsonl``, ``calendar/changes.jsonl``) in ``workspace``."""
+
+    workspace: Workspace
+    path: str
+
+    def earlier(self, context: SkillContext, action: Action) -> Earlier | None:
+        """The record ``action`` matches for the turn's message, without matching it (the gate asks nobody
+        about a call that will do nothing); None: the call would act."""
+        return self._match(context, action)[0]
+
+    def once(
+        self,
+        context: SkillContext,
+        action: Action,
+        act: Callable[[], tuple[str, JsonObject]],
+        said: Callable[[Earlier], str],
+    ) -> str:
+        """``act()`` (the outside call: the sentence the model reads and what the record keeps of it) unless the
+        call matches a record: then ``said(earlier)``, and nothing is done. Recorded before ``act``."""
+        turn = context.actions
+        with turn.lock:
+            earlier, key = self._match(context, action)
+            if earlier is not None:
+                turn.matched.add(key)
+                return said(earlier)
+            key = uuid.uuid4().hex
+            turn.matched.add(key)  # this run's own action: a later call of the run in other words is another one
+            stamp = datetime.now(UTC).isoformat(timespec="seconds")
+            row: JsonObject = {"key": key, "scope": scope(context), "kind": action.kind, "target": action.target,
+                               "wording": action.digest(), "time": stamp, **action.fields}  # fmt: skip
+            # Before the outside call: a crash after it can never do it twice (at most once, by design).
+            self.workspace.append_jsonl(self.path, {**row, "status": BEGUN})
+        try:
+            sentence, kept = act()
+        except Exception:
+            # Nothing went out: the replay (or this run) may try again.
+            self.workspace.append_jsonl(self.path, {**row, "status": FAILED})
+            raise
+        self.workspace.append_jsonl(self.path, {**row, **kept, "status": DONE, "result": sentence})
+        return sentence
+
+    def _match(self, context: SkillContext, action: Action) -> tuple[Earlier | None, str]:
+        where, digest = scope(context), action.digest()
+        rows: dict[str, list[JsonObject]] = {}
+        for row in self.workspace.read_jsonl(self.path):
+            if (
+                isinstance(row, dict)
+                and row.get("scope") == where
+                and row.get("kind") == action.kind
+                and row.get("target") == action.target
+            ):
+                rows.setdefault(str(row.get("key")), []).append(row)
+        outgone = {key: found for key, found in rows.items() if not any(r.get("status") == FAILED for r in found)}
+        same = [key for key, found in outgone.items() if found[0].get("wording") == digest]
+        free = [key for key in outgone if key not in context.actions.matched]
+        key = (same or free or [""])[0]
+        if not key:
+            return None, ""
+        found = outgone[key]
+        record = {k: v for row in found for k, v in row.items()}  # the latest of each field
+        finished = any(r.get("status") == DONE for r in found)
+        return Earlier(_when(found[0]), record, finished, bool(same)), key
+
+
+def scope(context: SkillContext) -> str:
+    """The message a turn answers, in its chat (the same in the turn run again after a restart); a turn without
+    one is its own scope."""
+    if context.message_id is None or context.message_id == "":
+        return f"turn:{context.actions.token}"
+    return f"{context.place or context.conversation_id}:{context.message_id}"
+
+
+def _when(row: JsonObject) -> datetime:
+    try:
+        moment = datetime.fromisoformat(str(row.get("time")))
+    except ValueError:
+        return datetime.now(UTC)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def done_at(earlier: Earlier, now: datetime) -> str:
+    """When an earlier action was done, in ``now``'s zone: ``16:49`` today, else ``2026-12-03 16:49``."""
+    moment = earlier.time.astimezone(now.tzinfo)
+    return f"{moment:%H:%M}" if moment.date() == now.date() else f"{moment:%Y-%m-%d %H:%M}"

@@ -1,0 +1,183 @@
+"""Actions out of the machine done once when the replayed turn is worded differently (docs/actions.md, "Once").
+
+The real bot process is killed (SIGKILL) as soon as the outside server has the mail or the event; after the
+restart the turn is asked again (docs/reliability.md) and the fake model, sampling as a real one does, writes the
+same mail with another subject and body, the same event with another title. The SMTP server (aiosmtpd) and the
+CalDAV server (Radicale) still have one. With ``send`` asking (the default), the owner who confirmed before the
+kill is not asked again for a mail that will not go out.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import icalendar
+import pytest
+
+from tests.crash_bot import BotProcess, sent_texts, write_bot_config
+from tests.fakes.bot_api import FakeBotAPI
+from tests.fakes.caldav_server import CalDAVServer
+from tests.fakes.chat_server import FakeChatServer
+from tests.fakes.smtp_server import FakeSMTPServer
+from tests.telegram_harness import OWNER, approval_question
+from tests.waiting import wait_until
+
+QUESTION = "Confirm this action?"
+
+
+@pytest.fixture
+def smtp():
+    with FakeSMTPServer() as server:
+        yield server
+
+
+def mail_config(smtp: FakeSMTPServer) -> dict:
+    return {"from": "Owner <owner@example.org>", "smtp": {"host": "127.0.0.1", "port": smtp.port, "security": "none"}}
+
+
+class ReplayingModel:
+    """The model of a turn that makes one call, then answers ``reply``: the nth run of the turn (the first, the
+    replay after the kill) writes ``calls[n]``. The first run's answer after the call waits for ``release``,
+    so the bot is killed with the action done and the turn not finished."""
+
+    def __init__(self, skill: str, calls: list[dict], reply: str) -> None:
+        self.skill, self.calls, self.reply = skill, calls, reply
+        self.runs = 0
+        self.results: list[str] = []
+        self.release = threading.Event()
+
+    def __call__(self, request: dict) -> str:
+        last = str(request["messages"][-1]["content"])
+        if f"Result of skill '{self.skill}'" not in last:
+            self.runs += 1
+            return json.dumps({"skill": self.skill, "args": self.calls[min(self.runs, len(self.calls)) - 1]})
+        self.results.append(last)
+        if len(self.results) == 1:
+            self.release.wait(30)  # the first run is killed while it waits here
+        return json.dumps({"reply": self.reply})
+
+
+def run_killed_turn(
+    tmp_path: Path,
+    bot_config: dict,
+    model: ReplayingModel,
+    extra: dict,
+    text: str,
+    done: Callable[[], object],
+    *,
+    confirm: bool = False,
+) -> list[str]:
+    """The owner's ``text`` answered by the real bot: killed once ``done()`` (the outside server has it), started
+    again, the turn replayed to its end. ``confirm``: the owner confirms the first run's question. The owner's
+    chat as sent, in order."""
+    with FakeBotAPI() as fake, FakeChatServer() as server:
+        server.set_handler(model)
+        runner = {"name": "fake", "base_url": server.base_url, "model": "fake-model", "timeout_seconds": 60}
+        base = dict(bot_config, llm={**bot_config["llm"], "runners": [runner]})
+        config = write_bot_config(tmp_path / "config.json", base, fake, extra=extra)
+        with BotProcess(config, tmp_path / "workspace", tmp_path / "bot.log") as bot:
+            bot.start().wait_ready()
+            fake.send_message(text, user_id=OWNER)
+            if confirm:
+                question, buttons = approval_question(fake)
+                fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes")), question["message_id"])
+            wait_until(done, timeout=30)
+            bot.kill()
+            model.release.set()
+            bot.start().wait_ready()
+            asked = len(_questions(fake))
+            # The replay ends with the model's reply, or stops at a question no one here answers.
+            fake.wait_for(
+                lambda: any(model.reply in t for t in sent_texts(fake, OWNER)) or len(_questions(fake)) > asked,
+                timeout=30,
+            )
+            chat = sent_texts(fake, OWNER)
+            assert bot.terminate() == 0
+        return chat
+
+
+def _questions(fake: FakeBotAPI) -> list[dict]:
+    return [c for c in fake.calls("sendMessage") if str(c["params"].get("text", "")).startswith(QUESTION)]
+
+
+@pytest.mark.timeout(120)
+def test_a_replayed_mail_with_another_subject_and_body_is_not_sent_again(tmp_path, bot_config, smtp):
+    """Killed as soon as the SMTP server has the mail; the replay writes it in other words: still one mail, and
+    the model is told when it was sent and that it went as first written."""
+    model = ReplayingModel(
+        "mail",
+        [
+            {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "Yes, I'll come!"},
+            {"action": "send", "to": "Anna <anna@example.org>", "subject": "Re: Saturday", "body": "I'll be there."},
+        ],
+        "Mailed Anna.",
+    )
+    # A trusted turn and policy.skills.mail "allow": it sends unasked (the question: the test below).
+    extra = {"mail": mail_config(smtp), "policy": {"skills": {"mail": "allow"}}}
+    chat = run_killed_turn(tmp_path, bot_config, model, extra, "mail Anna that I'll come", lambda: smtp.messages)
+    assert any("Mailed Anna." in t for t in chat)
+    assert len(smtp.messages) == 1 and smtp.messages[0]["Subject"] == "Saturday"
+    assert model.runs == 2 and "not sent again" in model.results[-1] and "'Saturday'" in model.results[-1]
+
+
+@pytest.mark.timeout(120)
+def test_the_owner_who_confirmed_before_the_kill_is_not_asked_again(tmp_path, bot_config, smtp):
+    """``send`` asks (the default): the owner confirms, the mail goes, the bot is killed. The replay's send,
+    in other words, goes nowhere, so nobody is asked about it: no second question, one mail."""
+    model = ReplayingModel(
+        "mail",
+        [
+            {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "Yes, I'll come!"},
+            {"action": "send", "to": "anna@example.org", "subject": "Saturday!", "body": "Count me in."},
+        ],
+        "Mailed Anna.",
+    )
+    extra = {"mail": mail_config(smtp)}
+    chat = run_killed_turn(
+        tmp_path, bot_config, model, extra, "mail Anna that I'll come", lambda: smtp.messages, confirm=True
+    )
+    assert [t for t in chat if t.startswith(QUESTION)] == [chat[0]]  # the first run's question only
+    assert any("Mailed Anna." in t for t in chat)
+    assert len(smtp.messages) == 1 and "not sent again" in model.results[-1]
+
+
+# -- the calendar: Radicale ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def radicale(tmp_path_factory):
+    with CalDAVServer(tmp_path_factory.mktemp("caldav")) as server:
+        yield server
+
+
+def titles(radicale: CalDAVServer, url: str) -> list[str]:
+    return [
+        str(event["summary"])
+        for raw in radicale.events(url)
+        for event in icalendar.Calendar.from_ical(raw).walk("VEVENT")
+    ]
+
+
+@pytest.mark.timeout(120)
+def test_a_replayed_event_with_another_title_is_not_created_again(tmp_path, bot_config, radicale):
+    name = f"Home {uuid.uuid4().hex[:6]}"
+    url = radicale.make_calendar(name)
+    model = ReplayingModel(
+        "calendar",
+        [
+            {"action": "create", "title": "Dentist", "start": "2027-03-03 15:00", "minutes": 45},
+            {"action": "create", "title": "Dentist appointment", "start": "2027-03-03 15:00", "minutes": 45},
+        ],
+        "Booked.",
+    )
+    extra = {"calendar": {"url": radicale.url, "username": radicale.user, "password": "x", "calendar": name}}
+    chat = run_killed_turn(
+        tmp_path, bot_config, model, extra, "put the dentist in, Wed 3 March 15:00", lambda: titles(radicale, url)
+    )
+    assert any("Booked." in t for t in chat)
+    assert titles(radicale, url) == ["Dentist"]
+    assert model.runs == 2 and "not done again" in model.results[-1]
