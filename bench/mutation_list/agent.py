@@ -479,4 +479,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "/stats lists a stopped or failed model call under the model 'unknown'",
         ("test_second_day.py",),
     ),
+    Mutation(
+        "once-replay-asks-again",
+        "messaging_llm_bot/agent/guard.py",
+        "        if done_before is not None and done_before():",
+        "        if False:",
+        "the owner who confirmed a mail before a kill is asked again about the replay's, which sends nothing",
+        ("test_once_replay.py",),
+    ),
 )

@@ -327,14 +327,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_mail_skill.py", "test_calendar_skill.py"),
     ),
     Mutation(
-        "once-replay-asks-again",
-        "messaging_llm_bot/agent/guard.py",
-        "        if done_before is not None and done_before():",
-        "        if False:",
-        "the owner who confirmed a mail before a kill is asked again about the replay's, which sends nothing",
-        ("test_once_replay.py",),
-    ),
-    Mutation(
         "mail-recipients-unbounded",
         "skills/mail/compose.py",
         "    if len(pairs) > limit:",
@@ -441,8 +433,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "calendar-change-twice",
         "skills/calendar/ledger.py",
-        '    if last is not None and last.get("status") != "failed":',
-        "    if False:",
+        "    return ActionLedger(workspace, CHANGES).once(context, change_of(args), act, said)",
+        "    return act()[0]",
         "a calendar change run again after a crash is sent to the server a second time",
         ("test_calendar_skill.py",),
     ),
