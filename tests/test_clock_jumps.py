@@ -30,9 +30,10 @@ def clock_bot(fake, bot_config, workspace, tmp_path):
     """Factory: the Telegram bot with its scheduler (jobs, reminders, digests) on the test's clock."""
     running: list[RunningBot] = []
 
-    def start(clock: Clock, **overrides) -> RunningBot:
+    def start(clock: Clock, timezone: str = "Europe/Berlin", **overrides) -> RunningBot:
         config = telegram_config(bot_config, fake, **overrides)
         config["jobs"] = {"poll_seconds": 0.05}
+        config["runtime"] = {**config.get("runtime", {}), "timezone": timezone}
         bot = RunningBot(make_runtime(config, workspace, tmp_path))
         bot.service.job_clock = clock
         running.append(bot)
@@ -49,6 +50,10 @@ def reminders(fake, text: str) -> list[str]:
 
 def water(fake) -> list[str]:
     return [t for t in texts(fake, OWNER) if t.startswith("🗓 Drink water")]
+
+
+def dentist(fake) -> list[str]:
+    return [t for t in texts(fake, OWNER) if t.startswith("🗓 Dentist")]
 
 
 def iso(moment) -> str:
@@ -136,3 +141,22 @@ def test_a_job_across_a_forward_then_a_backward_jump_runs_each_planned_time_once
     made = [line["planned"] for line in lines if line["outcome"] == "delivered"]
     assert made == [iso(created + timedelta(hours=3)), iso(created + timedelta(hours=4))]
     assert [line["count"] for line in lines if line["outcome"] == "skipped"] == [2]
+
+
+def test_a_one_time_job_written_by_hand_runs_once_when_the_time_zone_changes_after(fake, clock_bot, workspace):
+    # Written without a zone: runtime.timezone's (Berlin) at its first look. It runs; then the owner moves to
+    # New York and restarts the bot: 09:00 there is six hours later, and the job must not run again.
+    clock = Clock()
+    at = (clock() + timedelta(minutes=2)).astimezone(BERLIN).replace(second=0, microsecond=0)
+    workspace.write_json(JOBS_FILE, [{"name": "dentist", "at": f"{at:%Y-%m-%d %H:%M}", "message": "Dentist"}])
+    first = clock_bot(clock)
+    next_look(first, fake)
+    clock.advance(seconds=(at - clock()).total_seconds() + 5)  # its minute, on time
+    fake.wait_for(lambda: dentist(fake) != [], timeout=10)
+    first.stop()
+    second = clock_bot(clock, timezone="America/New_York")
+    clock.advance(hours=7)
+    next_look(second, fake, 5)
+    assert dentist(fake) == ["🗓 Dentist"]
+    [row] = workspace.read_json(JOBS_FILE)
+    assert row["timezone"] == "Europe/Berlin"  # written in at the first look, with its id and created_at

@@ -19,7 +19,7 @@ from tests.test_jobs_bot import Clock, job_bot, runs  # noqa: F401 - job_bot is 
 def write_jobs(workspace: Workspace, *rows: dict) -> str:
     """The rows, made now (no run is due while the test runs), and the file's text."""
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    workspace.write_json(JOBS_FILE, [{"created_at": created, **row} for row in rows])
+    workspace.write_json(JOBS_FILE, [{"created_at": created, "timezone": "Europe/Berlin", **row} for row in rows])
     return workspace.read_text(JOBS_FILE)
 
 

@@ -26,7 +26,7 @@ def files(workspace: Workspace) -> dict[str, str]:
     return {rel: workspace.read_text(rel) for rel in workspace.list("jobs/**/*") + workspace.list("reminders/**/*")}
 
 
-OWN_JOB = {"id": "j1", "name": "water", "every_minutes": 60, "message": "Drink water"}
+OWN_JOB = {"id": "j1", "name": "water", "every_minutes": 60, "message": "Drink water", "timezone": "Europe/Berlin"}
 
 
 @pytest.mark.parametrize(

@@ -81,20 +81,24 @@ class JobStore:
                 log.warning("jobs: %s; the other jobs run", problem)
 
     def fill_in(self, now: datetime) -> list[str]:
-        """Give each row written by hand what only the store makes: an ``id`` and a ``created_at`` (``now``;
-        without it an ``every_minutes`` job's first run would move on at every read). Written back atomically,
-        and only when a row lacked one; the ids given."""
+        """Give each row written by hand what only the store makes: an ``id``, a ``created_at`` (``now``;
+        without it an ``every_minutes`` job's first run would move on at every read) and its ``timezone``
+        (``runtime.timezone``, as the skill and the CLI write it: read in the zone of the day, a one-time job that
+        ran would run again at its wall time in the next zone). Written back atomically, and only when a row
+        lacked one; the ids given."""
         try:
             rows = self.rows()
         except ValueError:
             return []  # not a list: jobs() reports it
-        if all(str(row.get("id") or "").strip() and row.get("created_at") for row in rows):
+        if all(str(row.get("id") or "").strip() and row.get("created_at") and row.get("timezone") for row in rows):
             return []
         given = []
         with self.file.edit() as rows:
             for index, row in enumerate(rows):
                 if not row.get("created_at"):
                     row["created_at"] = iso(as_utc(now))
+                if not row.get("timezone"):
+                    row["timezone"] = self.default_tz
                 if not str(row.get("id") or "").strip():
                     row.pop("id", None)
                     rows[index] = {"id": self.file.allocate_id(rows, "j"), **row}

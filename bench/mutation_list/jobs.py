@@ -315,6 +315,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_clock_jumps.py",),
     ),
     Mutation(
+        "jobs-hand-row-zone-not-pinned",
+        f"{AF}/jobs/store.py",
+        '                    row["timezone"] = self.default_tz',
+        "                    pass",
+        "a one-time job written by hand runs again at its wall time after runtime.timezone changes",
+        ("test_clock_jumps.py", "test_jobs_by_hand.py"),
+    ),
+    Mutation(
         "serve-chat-approver-not-the-home-channels",
         f"{BOT}/conversation/job_router.py",
         "        return jobs.ask_owner if jobs is not None else None",
