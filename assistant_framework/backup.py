@@ -7,7 +7,8 @@ start) and, unless asked for, traces (large, and rebuilt by use). The archive is
 Restore checks every member before writing anything (only files and folders under ``workspace/``; no
 link of any kind), bounds what it unpacks (a size limit, the free disk), refuses a workspace a bot or
 ``assistant web`` is using, extracts beside the target and swaps it in, so a failed restore changes
-nothing. What it restores is private (0600 files, 0700 folders), whatever the archive says.
+nothing (an empty folder, a Docker volume's too, is unpacked into and filled in place). What it restores
+is private (0600 files, 0700 folders), whatever the archive says.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path, PurePosixPath
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace, existing_workspace
 from assistant_framework.workspace.inuse import WorkspaceBusyError, exclusive
-from assistant_framework.workspace.private import FILE_MODE, make_private_dirs, tighten
+from assistant_framework.workspace.private import DIR_MODE, FILE_MODE, make_private_dirs, tighten
 
 #: Workspace-relative prefixes that are not data (rebuilt, or only useful while running).
 EXCLUDED = ("memory/index.sqlite3", "state/locks/", "state/logs/")
@@ -265,8 +266,8 @@ def check_members(
 
 
 def _free_disk(target: Path) -> tuple[Path, int]:
-    """The nearest existing folder of ``target``'s parent and the free bytes of its file system."""
-    existing = target.parent
+    """``target`` or its nearest existing parent, and the free bytes of its file system (a mount point's own)."""
+    existing = target
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     return existing, shutil.disk_usage(existing).free
@@ -285,9 +286,9 @@ def restore(
     force: bool = False,
     max_bytes: int | None = None,
 ) -> Path | None:
-    """Restore ``archive`` into ``workspace``; an existing one is kept as ``backups/<name>.before-restore-<time>``
-    beside it
-    (only with ``force``, and only when no bot or web page uses it). ``max_bytes`` is the most the
+    """Restore ``archive`` into ``workspace``: a new folder, an empty one (filled in place: a mount point too), or
+    with ``force`` over an existing workspace, kept as ``backups/<name>.before-restore-<time>`` beside it (only
+    when no bot or web page uses it, and not a mount point's, which cannot be moved). ``max_bytes`` is the most the
     archive may unpack to (default: ``RESTORE_RATIO`` times its size, at least ``MIN_RESTORE_BYTES``).
     Returns where the old workspace went, or None."""
     source = Path(archive)
@@ -295,8 +296,14 @@ def restore(
     target = Path(os.path.abspath(Path(workspace).expanduser()))
     if not source.is_file():
         raise BackupError(f"{source}: no such archive")
-    if target.exists() and any(target.iterdir()) and not force:
+    occupied = target.exists() and any(target.iterdir())
+    if occupied and not force:
         raise BackupError(f"{target} exists and is not empty: pass --force to keep it aside and restore over it")
+    if occupied and os.path.ismount(target):
+        raise BackupError(
+            f"{target} is a mount point (a Docker volume or a disk of its own), so the workspace in it cannot be kept "
+            f"aside: nothing changed. Back it up first ({CLI} backup), empty it, then restore into it"
+        )
     try:
         with tarfile.open(source, "r:gz") as tar:
             plan = check_members(tar, source.stat().st_size, max_bytes, target)
@@ -314,15 +321,24 @@ def restore(
 
 
 def _unpack(tar: tarfile.TarFile, plan: ArchivePlan, target: Path) -> Path | None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Unpacked in, and the old workspace kept in, backups/ beside the target (the same file system, so the
-    # swap is a rename): nothing is left in the folder that holds the workspace (the checkout).
-    aside = backups_dir(target)
-    make_private_dirs(aside)
+    # An empty folder is filled in place, unpacked inside it: it may be a mount point (a Docker volume), which
+    # cannot be renamed and whose parent may not be writable, and an empty folder is no workspace to keep.
+    in_place = target.is_dir() and not any(target.iterdir())
+    if in_place:
+        aside = target
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Unpacked in, and the old workspace kept in, backups/ beside the target (the same file system, so the
+        # swap is a rename): nothing is left in the folder that holds the workspace (the checkout).
+        aside = backups_dir(target)
+        make_private_dirs(aside)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restore-", dir=aside))
     try:
         tar.extractall(staging, members=plan.members, filter="data")
         tighten(staging / ARCHIVE_ROOT)  # private whatever modes the archive carries
+        if in_place:
+            _move_into(staging / ARCHIVE_ROOT, target)
+            return None
         kept = None
         if target.exists():
             kept = aside / f"{target.name}.before-restore-{datetime.now():%Y%m%d-%H%M%S}"
@@ -331,6 +347,14 @@ def _unpack(tar: tarfile.TarFile, plan: ArchivePlan, target: Path) -> Path | Non
         return kept
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move_into(unpacked: Path, target: Path) -> None:
+    """What was unpacked into the empty folder ``target``, renamed in (the same file system) with ``state/`` last:
+    until it arrives the folder is no workspace, so a restore cut short is not started on."""
+    for entry in sorted(unpacked.iterdir(), key=lambda p: p.name == WORKSPACE_MARKER):
+        os.replace(entry, target / entry.name)
+    os.chmod(target, DIR_MODE)
 
 
 __all__ = [

@@ -184,6 +184,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         BACKUP,
     ),
     Mutation(
+        "restore-empty-folder-set-aside",
+        f"{AF}/backup.py",
+        "in_place = target.is_dir() and not any(target.iterdir())",
+        "in_place = False",
+        "an empty folder is set aside as the previous workspace, and an empty Docker volume cannot be restored into",
+        (*BACKUP, "test_backup_move.py"),
+    ),
+    Mutation(
+        "restore-mount-point-moved",
+        f"{AF}/backup.py",
+        "if occupied and os.path.ismount(target):",
+        "if False:",
+        "restore --force over a Docker volume fails on the rename with the OS's words, not one sentence",
+        (*BACKUP, "test_backup_move.py"),
+    ),
+    Mutation(
         "new-workspace-warns",
         f"{AF}/workspace/private.py",
         "    if changed and new:",

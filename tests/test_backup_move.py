@@ -1,0 +1,228 @@
+"""Moving to a new machine as a user does it: `assistant backup` on the old one, `assistant restore` into a new
+folder on the new one, the real bot started there against the fake Bot API and the fake model server.
+
+The restored bot knows what the old one knew (facts and notes recalled through a search index it rebuilt, the
+job it had, the message it had taken and not yet answered) and sends nothing the old one had sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import tarfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from assistant_framework.workspace import Workspace
+from tests.crash_bot import REPO, BotProcess, sent_texts, write_bot_config
+
+OWNER = 1
+API_KEY = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+ASSISTANT = str(REPO / ".venv" / "bin" / "assistant")
+
+
+def assistant(*argv: str, umask: int = 0o000) -> subprocess.CompletedProcess[str]:
+    """The real command in a subprocess, under a umask that keeps nothing private by itself."""
+    return subprocess.run(
+        [ASSISTANT, *argv], capture_output=True, text=True, cwd=REPO, timeout=120, preexec_fn=lambda: os.umask(umask)
+    )
+
+
+def last_user_text(request: dict) -> str:
+    content = request["messages"][-1]["content"]
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def answer(request: dict) -> str:
+    """A model that answers in words what the owner asked (its first line)."""
+    return json.dumps({"reply": "re: " + last_user_text(request).split("\n")[0].strip()})
+
+
+@pytest.mark.timeout(180)
+def test_moved_to_a_new_machine_the_bot_recalls_what_it_knew_and_sends_nothing_twice(
+    tmp_path: Path, bot_config: dict, fake, chat_server
+) -> None:
+    old = Workspace(tmp_path / "old-machine" / "workspace")
+    bot_config["llm"]["runners"][0]["api_key"] = API_KEY
+    config = write_bot_config(
+        tmp_path / "config.json",
+        bot_config,
+        fake,
+        runtime={"shutdown_timeout_seconds": 5},
+        extra={
+            "memory": {"enabled": True, "extract_facts": False, "episodes": False, "profile": {"enabled": False}},
+            "jobs": {"poll_seconds": 0.2},
+        },
+    )
+    chat_server.set_handler(answer)
+    # -- the old machine: a fact and a note saved through the model's skill calls, a message answered, and one
+    # taken but not answered when the machine died (its model call never came back).
+    chat_server.enqueue(
+        json.dumps(
+            {
+                "skill": "facts",
+                "args": {"action": "add", "subject": "owner", "attribute": "locker code", "value": "4711"},
+            }
+        ),
+        json.dumps({"reply": "Noted."}),
+        json.dumps(
+            {
+                "skill": "notes",
+                "args": {"action": "add", "title": "Bike lock", "body": "The bike lock opens with 2718."},
+            }
+        ),
+        json.dumps({"reply": "Saved."}),
+    )
+
+    def said(start: str) -> bool:
+        return any(text.startswith(start) for text in sent_texts(fake, OWNER))
+
+    with BotProcess(config, old.root, tmp_path / "old.log") as bot:
+        bot.start().wait_ready()
+        fake.send_message("My locker code is 4711, remember it", user_id=OWNER)
+        fake.wait_for(lambda: said("Noted."), timeout=30)
+        fake.send_message("Note that the bike lock opens with 2718", user_id=OWNER)
+        fake.wait_for(lambda: said("Saved."), timeout=30)
+        fake.send_message("hello", user_id=OWNER)
+        fake.wait_for(lambda: "re: hello" in sent_texts(fake, OWNER), timeout=30)
+        fake.send_document(OWNER, "list.txt", b"eggs, milk", caption="my list")
+        fake.wait_for(lambda: len(sent_texts(fake, OWNER)) == 4, timeout=30)
+        fake.send_photo(OWNER, b"\xff\xd8\xff\xe0 not much of a photo", caption="my cat")
+        fake.wait_for(lambda: len(sent_texts(fake, OWNER)) == 5, timeout=30)
+        asked = len(chat_server.chat_requests)
+        chat_server.enqueue({"content": json.dumps({"reply": "never sent: the machine died"}), "delay": 60})
+        fake.send_message("what is on today?", user_id=OWNER)
+        assert chat_server.wait_for_requests(asked + 1, timeout=30, path="/chat/completions")
+        bot.kill()
+    [waiting] = Inbox(old).pending()
+    assert "what is on today?" in json.dumps(waiting.payload)
+    due = (datetime.now(timezone.utc) - timedelta(minutes=60, seconds=10)).isoformat(timespec="seconds")
+    old.write_json(
+        JOBS_FILE,
+        [{"id": "j1", "name": "water", "every_minutes": 60, "message": "Water the plants", "created_at": due}],
+    )
+    sent_before = sent_texts(fake, OWNER)
+    assert [text.split("\n")[0] for text in sent_before][:3] == ["Noted.", "Saved.", "re: hello"]
+
+    made = assistant("backup", "--workspace", str(old.root), "--out", str(tmp_path), "--json")
+    assert made.returncode == 0, made.stderr
+    archive = Path(json.loads(made.stdout)["path"])
+    traced = assistant(
+        "backup", "--workspace", str(old.root), "--out", str(tmp_path / "traced.tar.gz"), "--include-traces"
+    )
+    assert traced.returncode == 0, traced.stderr
+    for each in (archive, tmp_path / "traced.tar.gz"):
+        with tarfile.open(each) as tar:
+            names = tar.getnames()
+            everything = b"".join(tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
+        for secret in (fake.token, API_KEY, fake.token.split(":")[-1]):
+            assert secret.encode() not in everything, (each, secret)
+    assert any("/traces/" in n for n in names) and any(n.startswith("workspace/inbox/") for n in names), names
+    assert stat.S_IMODE(archive.stat().st_mode) == 0o600
+
+    # -- the new machine: a folder that does not exist yet, the same config, the archive.
+    new_root = tmp_path / "new-machine" / "workspace"
+    restored = assistant("restore", str(archive), "--workspace", str(new_root))
+    assert restored.returncode == 0, restored.stderr
+    assert "memory reindex" in restored.stdout
+    loose = [
+        p.relative_to(new_root).as_posix()
+        for p in [new_root, *new_root.rglob("*")]
+        if stat.S_IMODE(p.stat().st_mode) & 0o077
+    ]
+    assert loose == []
+    assert not (new_root / "memory" / "index.sqlite3").exists()
+
+    chat_server.reset()
+    chat_server.set_handler(answer)
+    with BotProcess(config, new_root, tmp_path / "new.log") as bot:
+        bot.start().wait_ready()
+        # The message the old machine took and never answered is answered now, once; the job runs once.
+        fake.wait_for(lambda: "re: what is on today?" in sent_texts(fake, OWNER), timeout=30)
+        new = Workspace(new_root)
+        fake.wait_for(lambda: len(new.read_jsonl(RUNS_FILE)) == 1, timeout=30)
+        fake.send_message("what was my locker code?", user_id=OWNER)
+        fake.wait_for(lambda: "re: what was my locker code?" in sent_texts(fake, OWNER), timeout=30)
+        fake.send_message("how does the bike lock open?", user_id=OWNER)
+        fake.wait_for(lambda: "re: how does the bike lock open?" in sent_texts(fake, OWNER), timeout=30)
+        assert bot.terminate() == 0
+    prompts = {last_user_text(r).split("\n")[0]: last_user_text(r) for r in chat_server.chat_requests}
+    assert "4711" in prompts["what was my locker code?"], prompts["what was my locker code?"]
+    assert "2718" in prompts["how does the bike lock open?"], prompts["how does the bike lock open?"]
+    after = sent_texts(fake, OWNER)[len(sent_before) :]
+    assert sorted(after) == sorted(
+        [
+            "re: what is on today?",
+            "🗓 Water the plants",
+            "re: what was my locker code?",
+            "re: how does the bike lock open?",
+        ]
+    ), after
+    assert Inbox(new).pending() == []
+    found = assistant("memory", "search", "locker", "--workspace", str(new_root), "--config", str(config), "--json")
+    assert found.returncode == 0, found.stderr
+    assert "4711" in found.stdout
+
+
+def _archive(tmp_path: Path) -> Path:
+    ws = Workspace(tmp_path / "old" / "workspace")
+    ws.write_text("notes/groceries.md", "# Groceries\neggs\n")
+    made = assistant("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
+    assert made.returncode == 0, made.stderr
+    return tmp_path / "b.tar.gz"
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, bytes | None]]:
+    return {
+        p.relative_to(folder).as_posix(): (stat.S_IMODE(p.stat().st_mode), p.read_bytes() if p.is_file() else None)
+        for p in [folder, *folder.rglob("*")]
+    }
+
+
+def test_restore_into_an_empty_folder_fills_it_and_keeps_nothing_aside(tmp_path: Path) -> None:
+    """The folder made for the workspace on the new machine (mkdir, under umask 0): it was set aside as "the
+    previous workspace" (backups/<name>.before-restore-<time>, an empty 0777 folder) and said to be one."""
+    archive = _archive(tmp_path)
+    target = tmp_path / "new" / "workspace"
+    target.mkdir(parents=True)
+    target.chmod(0o777)
+    restored = assistant("restore", str(archive), "--workspace", str(target))
+    assert restored.returncode == 0, restored.stderr
+    assert "previous workspace" not in restored.stdout and restored.stderr == ""
+    assert not (tmp_path / "new" / "backups").exists()
+    assert (target / "notes" / "groceries.md").read_text() == "# Groceries\neggs\n"
+    assert [rel for rel, (mode, _) in _tree(target).items() if mode & 0o077] == []
+    assert [p.name for p in target.iterdir() if p.name.startswith(".")] == []  # no staging folder left
+
+
+@pytest.fixture
+def volume(tmp_path: Path):
+    """A file system of its own at the workspace's path, as a Docker volume (/app/workspace) or a disk is."""
+    from tests.tmpfs import mounted_tmpfs
+
+    with mounted_tmpfs(tmp_path / "volume", "200m") as mount_point:
+        yield mount_point
+
+
+def test_restore_into_a_mount_point_fills_it_and_refuses_to_move_one_in_use(tmp_path: Path, volume: Path) -> None:
+    """A Docker volume or a disk mounted at the workspace's path cannot be renamed: restoring into the empty one
+    of a new machine failed ("Device or resource busy"). Now it is filled in place; one that holds a workspace
+    is refused with --force too (it cannot be kept aside), in one sentence, nothing changed."""
+    archive = _archive(tmp_path)
+    restored = assistant("restore", str(archive), "--workspace", str(volume))
+    assert restored.returncode == 0, restored.stderr
+    assert (volume / "notes" / "groceries.md").read_text() == "# Groceries\neggs\n"
+    assert [rel for rel, (mode, _) in _tree(volume).items() if mode & 0o077] == []
+    (volume / "notes" / "new.md").write_text("# Written after the restore\n")
+    before = _tree(volume)
+    again = assistant("restore", str(archive), "--workspace", str(volume), "--force")
+    assert again.returncode == 2, again.stderr
+    assert "mount point" in again.stderr and "nothing changed" in again.stderr and "backup" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1 and "Traceback" not in again.stderr
+    assert _tree(volume) == before and not (tmp_path / "backups").exists()
