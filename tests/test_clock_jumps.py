@@ -8,6 +8,7 @@ the test's (``TelegramService.job_clock``: the real time plus an offset the test
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -20,7 +21,7 @@ from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.conversation.job_router import job_router
 from tests.telegram_harness import OWNER, RunningBot, make_runtime, telegram_config, texts
 from tests.test_jobs_bot import Clock, next_look
-from tests.waiting import more_reminder_polls
+from tests.waiting import more_reminder_polls, wait_until
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -37,7 +38,10 @@ def clock_bot(fake, bot_config, workspace, tmp_path):
         bot = RunningBot(make_runtime(config, workspace, tmp_path))
         bot.service.job_clock = clock
         running.append(bot)
-        return bot.start()
+        bot.start()
+        # Ready may come a moment before the channel has joined the scheduler (a join in its thread).
+        wait_until(lambda: job_router(bot.runtime).reminders is not None, what="the bot joined the scheduler")
+        return bot
 
     yield start
     for bot in running:
@@ -160,3 +164,23 @@ def test_a_one_time_job_written_by_hand_runs_once_when_the_time_zone_changes_aft
     assert dentist(fake) == ["🗓 Dentist"]
     [row] = workspace.read_json(JOBS_FILE)
     assert row["timezone"] == "Europe/Berlin"  # written in at the first look, with its id and created_at
+
+
+def test_a_reminder_set_for_in_10_minutes_just_before_a_restart_arrives_once_on_time(
+    fake, chat_server, clock_bot, workspace
+):
+    clock = Clock()
+    first = clock_bot(clock)
+    add = {"action": "add", "text": "take the cake out", "in_minutes": 10}
+    chat_server.enqueue(json.dumps({"skill": "reminders", "args": add}), '{"reply": "In 10 minutes."}')
+    fake.send_message("remind me in 10 minutes to take the cake out", user_id=OWNER)
+    fake.wait_for(lambda: "In 10 minutes." in texts(fake, OWNER))
+    first.stop()  # a restart right after
+    clock.advance(minutes=9)
+    second = clock_bot(clock)
+    more_reminder_polls(second.runtime, 2)
+    assert reminders(fake, "take the cake out") == []  # not before its time
+    clock.advance(minutes=1, seconds=5)
+    fake.wait_for(lambda: reminders(fake, "take the cake out") != [], timeout=10)
+    more_reminder_polls(second.runtime, 3)
+    assert reminders(fake, "take the cake out") == ["⏰ take the cake out"]  # once, and on time: no late note

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.workspace import Workspace
 from tests.crash_bot import BotProcess, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
+from tests.waiting import wait_until
 
 OWNER = 1
 
@@ -158,3 +161,71 @@ def test_a_crash_between_queueing_a_run_and_moving_the_job_on_does_not_run_it_tw
     again, _wait = scheduler().look()
     pending = Inbox(ws).pending()
     assert len(pending) == 1 and [i.item_id for i in again] == [pending[0].item_id]  # offered again, not a second run
+
+
+@pytest.mark.timeout(90)
+def test_the_bot_down_for_days_makes_one_late_run_and_the_missed_reminder_once_each_naming_the_date(
+    tmp_path, bot_config, fake, chat_server
+):
+    ws = Workspace(tmp_path / "ws")
+    now = datetime.now(timezone.utc)
+    planned = now.replace(second=0, microsecond=0) - timedelta(hours=1)
+    # A daily job whose last three planned times passed while the bot was down (made three days ago).
+    row = {
+        "id": "j1",
+        "name": "daily",
+        "cron": f"{planned.minute} {planned.hour} * * *",
+        "timezone": "UTC",
+        "message": "Daily",
+        "created_at": ago(days=3, minutes=30),
+    }
+    ws.write_json(JOBS_FILE, [row])
+    due = now - timedelta(days=2)
+    ReminderStore(ws).add(OWNER, "pay the rent", due, "Europe/Berlin")
+    config = config_for(tmp_path, bot_config, fake)
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: len(sent_texts(fake, OWNER)) == 2 and not ReminderStore(ws).pending(), timeout=15)
+        fake.wait_for(lambda: any(line["outcome"] == "delivered" for line in ws.read_jsonl(RUNS_FILE)), timeout=15)
+        assert bot.terminate() == 0
+    local_due = due.astimezone(ZoneInfo("Europe/Berlin"))
+    same_day = planned.date() == datetime.now(timezone.utc).date()
+    shown = planned.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M")
+    [reminder] = [text for text in sent_texts(fake, OWNER) if text.startswith("⏰")]
+    assert reminder == f"⏰ pay the rent\n(late: was due {local_due:%Y-%m-%d %H:%M})"
+    [run] = [text for text in sent_texts(fake, OWNER) if text.startswith("🗓")]
+    assert run.startswith(f"🗓 Daily\n(late: planned {shown}, run "), run
+    lines = ws.read_jsonl(RUNS_FILE)
+    assert [(line["outcome"], line.get("count")) for line in lines] == [("skipped", 2), ("delivered", None)]
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:  # a restart makes neither again
+        bot.start().wait_ready()
+        fake.wait_for(lambda: "jobs: first look" in bot.run_log(), timeout=15)
+        assert bot.terminate() == 0
+    assert len(sent_texts(fake, OWNER)) == 2 and len(ws.read_jsonl(RUNS_FILE)) == 2
+
+
+@pytest.mark.timeout(90)
+def test_two_bots_started_at_once_on_one_workspace_make_a_due_run_once(tmp_path, bot_config, fake, chat_server):
+    ws = Workspace(tmp_path / "ws")
+    # Due as both start: an hourly job made an hour ago (a hand row: the first look writes its id in).
+    ws.write_json(JOBS_FILE, [{"name": "tea", "every_minutes": 60, "message": "Tea", "created_at": ago(minutes=60)}])
+    config = config_for(tmp_path, bot_config, fake)
+    with (
+        BotProcess(config, ws.root, tmp_path / "first.log") as first,
+        BotProcess(config, ws.root, tmp_path / "second.log") as second,
+    ):
+        first.start()
+        second.start()
+        fake.wait_for(lambda: len(ws.read_jsonl(RUNS_FILE)) == 1, timeout=30)
+
+        def ended() -> list[BotProcess]:
+            return [bot for bot in (first, second) if bot.proc is not None and bot.proc.poll() is not None]
+
+        wait_until(lambda: ended(), timeout=30, what="the second bot refused")
+        [refused] = ended()  # the one that did not get the lock ended, with 1, saying why
+        assert refused.proc is not None and refused.proc.returncode == 1
+        assert "is already running on workspace" in refused.run_log()
+        [running] = [bot for bot in (first, second) if bot is not refused]
+        assert running.terminate() == 0
+    assert sent_texts(fake, OWNER) == ["🗓 Tea"]
+    assert [line["outcome"] for line in ws.read_jsonl(RUNS_FILE)] == ["delivered"]
