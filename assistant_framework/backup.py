@@ -132,7 +132,7 @@ def backup(
                 if _skipped(rel + ("/" if path.is_dir() else ""), include_traces):
                     continue
                 if path.is_dir():  # folders too, so the layout (state/, ...) comes back even when empty
-                    tar.add(path, arcname=f"{ARCHIVE_ROOT}/{rel}", recursive=False)
+                    tar.add(path, arcname=f"{ARCHIVE_ROOT}/{rel}", recursive=False, filter=_private_member)
                 elif path.is_file():
                     added = _add_file(tar, ws, rel)
                     if added is not None:
@@ -161,6 +161,13 @@ def _archive_path(ws: Workspace, out: str | os.PathLike[str] | None, now: dateti
     return target
 
 
+def _private_member(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A member as the workspace keeps it (0600 files, 0700 folders), not as a file copied in by hand left it:
+    an archive unpacked with plain ``tar`` elsewhere is private too."""
+    info.mode = DIR_MODE if info.isdir() else FILE_MODE
+    return info
+
+
 def _add_file(tar: tarfile.TarFile, ws: Workspace, rel: str) -> int | None:
     """Archive one file; its size, or None when it is gone or became a link meanwhile."""
     # Opened first, then measured: a file the bot replaces meanwhile is archived whole (the version that
@@ -179,7 +186,7 @@ def _add_file(tar: tarfile.TarFile, ws: Workspace, rel: str) -> int | None:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        info = tar.gettarinfo(arcname=f"{ARCHIVE_ROOT}/{rel}", fileobj=handle)
+        info = _private_member(tar.gettarinfo(arcname=f"{ARCHIVE_ROOT}/{rel}", fileobj=handle))
         tar.addfile(info, handle)
         return info.size
 

@@ -226,3 +226,21 @@ def test_restore_into_a_mount_point_fills_it_and_refuses_to_move_one_in_use(tmp_
     assert "mount point" in again.stderr and "nothing changed" in again.stderr and "backup" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1 and "Traceback" not in again.stderr
     assert _tree(volume) == before and not (tmp_path / "backups").exists()
+
+
+def test_the_archives_members_are_private_whatever_the_files_modes(tmp_path: Path) -> None:
+    """A note copied in by hand (0666) into a folder made under umask 0 (0777), backed up before the bot next
+    started and tightened them: the archive carried 0666/0777 members, so a copy unpacked with plain `tar` on
+    the new machine was readable (and writable) by every user there."""
+    ws = Workspace(tmp_path / "ws")
+    loose = ws.root / "notes" / "copied"
+    loose.mkdir(mode=0o777)
+    loose.chmod(0o777)
+    (loose / "diary.md").write_text("# Diary\n")
+    (loose / "diary.md").chmod(0o666)
+    made = assistant("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
+    assert made.returncode == 0, made.stderr
+    with tarfile.open(tmp_path / "b.tar.gz") as tar:
+        modes = {m.name: stat.S_IMODE(m.mode) for m in tar.getmembers()}
+    assert modes["workspace/notes/copied/diary.md"] == 0o600 and modes["workspace/notes/copied"] == 0o700
+    assert {name: oct(mode) for name, mode in modes.items() if mode & 0o077} == {}

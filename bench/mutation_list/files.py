@@ -184,6 +184,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         BACKUP,
     ),
     Mutation(
+        "backup-member-modes",
+        f"{AF}/backup.py",
+        "info.mode = DIR_MODE if info.isdir() else FILE_MODE",
+        "info.mode = info.mode",
+        "a note copied in by hand as 0666 goes into the archive as 0666",
+        (*BACKUP, "test_backup_move.py"),
+    ),
+    Mutation(
         "restore-empty-folder-set-aside",
         f"{AF}/backup.py",
         "in_place = target.is_dir() and not any(target.iterdir())",
