@@ -1,10 +1,12 @@
-"""Actions out of the machine done once when the replayed turn is worded differently (docs/actions.md, "Once").
+"""Actions out of the machine done once when the replayed turn is worded differently (docs/actions.md, "Once per
+message, whatever the wording").
 
-The real bot process is killed (SIGKILL) as soon as the outside server has the mail or the event; after the
-restart the turn is asked again (docs/reliability.md) and the fake model, sampling as a real one does, writes the
-same mail with another subject and body, the same event with another title. The SMTP server (aiosmtpd) and the
-CalDAV server (Radicale) still have one. With ``send`` asking (the default), the owner who confirmed before the
-kill is not asked again for a mail that will not go out.
+The real bot process is killed (SIGKILL) as soon as the outside server has the mail, the event or the file;
+after the restart the turn is asked again (docs/reliability.md) and the fake model, sampling as a real one does,
+writes the same mail with another subject and body, the same event with another title, the same file with
+another caption. The SMTP server (aiosmtpd), the CalDAV server (Radicale) and the chat still have one. With
+``send`` asking (the default), the owner who confirmed before the kill is not asked again for a mail that will
+not go out.
 """
 
 from __future__ import annotations
@@ -67,11 +69,11 @@ def run_killed_turn(
     model: ReplayingModel,
     extra: dict,
     text: str,
-    done: Callable[[], object],
+    done: Callable[[FakeBotAPI], object],
     *,
     confirm: bool = False,
 ) -> list[str]:
-    """The owner's ``text`` answered by the real bot: killed once ``done()`` (the outside server has it), started
+    """The owner's ``text`` answered by the real bot: killed once ``done(fake)`` (the outside server has it), started
     again, the turn replayed to its end. ``confirm``: the owner confirms the first run's question. The owner's
     chat as sent, in order."""
     with FakeBotAPI() as fake, FakeChatServer() as server:
@@ -85,7 +87,7 @@ def run_killed_turn(
             if confirm:
                 question, buttons = approval_question(fake)
                 fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes")), question["message_id"])
-            wait_until(done, timeout=30)
+            wait_until(lambda: done(fake), timeout=30)
             bot.kill()
             model.release.set()
             bot.start().wait_ready()
@@ -118,7 +120,7 @@ def test_a_replayed_mail_with_another_subject_and_body_is_not_sent_again(tmp_pat
     )
     # A trusted turn and policy.skills.mail "allow": it sends unasked (the question: the test below).
     extra = {"mail": mail_config(smtp), "policy": {"skills": {"mail": "allow"}}}
-    chat = run_killed_turn(tmp_path, bot_config, model, extra, "mail Anna that I'll come", lambda: smtp.messages)
+    chat = run_killed_turn(tmp_path, bot_config, model, extra, "mail Anna that I'll come", lambda fake: smtp.messages)
     assert any("Mailed Anna." in t for t in chat)
     assert len(smtp.messages) == 1 and smtp.messages[0]["Subject"] == "Saturday"
     assert model.runs == 2 and "not sent again" in model.results[-1] and "'Saturday'" in model.results[-1]
@@ -138,7 +140,7 @@ def test_the_owner_who_confirmed_before_the_kill_is_not_asked_again(tmp_path, bo
     )
     extra = {"mail": mail_config(smtp)}
     chat = run_killed_turn(
-        tmp_path, bot_config, model, extra, "mail Anna that I'll come", lambda: smtp.messages, confirm=True
+        tmp_path, bot_config, model, extra, "mail Anna that I'll come", lambda fake: smtp.messages, confirm=True
     )
     assert [t for t in chat if t.startswith(QUESTION)] == [chat[0]]  # the first run's question only
     assert any("Mailed Anna." in t for t in chat)
@@ -176,8 +178,36 @@ def test_a_replayed_event_with_another_title_is_not_created_again(tmp_path, bot_
     )
     extra = {"calendar": {"url": radicale.url, "username": radicale.user, "password": "x", "calendar": name}}
     chat = run_killed_turn(
-        tmp_path, bot_config, model, extra, "put the dentist in, Wed 3 March 15:00", lambda: titles(radicale, url)
+        tmp_path, bot_config, model, extra, "put the dentist in, Wed 3 March 15:00", lambda fake: titles(radicale, url)
     )
     assert any("Booked." in t for t in chat)
     assert titles(radicale, url) == ["Dentist"]
     assert model.runs == 2 and "not done again" in model.results[-1]
+
+
+# -- a file to the chat: the fake Bot API ----------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_a_replayed_file_with_another_caption_is_not_sent_again(tmp_path, bot_config):
+    model = ReplayingModel(
+        "send_file",
+        [{"path": "exports/expenses.csv", "caption": "November"}, {"path": "exports/expenses.csv", "caption": "Nov."}],
+        "Here it is.",
+    )
+    (tmp_path / "workspace" / "exports").mkdir(parents=True)
+    (tmp_path / "workspace" / "exports" / "expenses.csv").write_bytes(b"date,amount\n2026-11-02,12.50\n")
+
+    def documents(fake: FakeBotAPI) -> list[dict]:
+        return [c["params"] for c in fake.calls("sendDocument") if c["status"] == 200]
+
+    seen: list[FakeBotAPI] = []
+
+    def sent(fake: FakeBotAPI) -> object:
+        seen[:] = [fake]
+        return documents(fake)
+
+    chat = run_killed_turn(tmp_path, bot_config, model, {}, "send me November's expenses", sent)
+    assert any("Here it is." in t for t in chat)
+    assert [d["caption"] for d in documents(seen[0])] == ["November"]
+    assert model.runs == 2 and "not sent again" in model.results[-1]

@@ -3,22 +3,23 @@
 A skill call asks for a workspace file to go to the chat the turn answers. The file must be inside the turn's
 workspace (the owner's, or a guest chat's own area), a regular file outside the framework's ``state/`` (its
 tokens and secrets are never sent), and no larger than the channel's ``max_file_bytes``. Before it goes, the
-call is recorded in ``state/files_out.jsonl`` under a key made of the message being answered (the durable
-inbox's item: the same after a restart), the path, the file's SHA-256 and the caption: a turn run again after a
-crash, asking for the same file, finds the record and sends nothing (at most once, as the ``mail`` skill).
-A send the channel refused is recorded as failed and may be tried again.
+call is recorded in ``state/files_out.jsonl`` (``assistant_framework/skills/once.py``, as the ``mail`` skill's
+sends) under the message being answered (the durable inbox's item: the same after a restart), the path and the
+file's SHA-256: a turn run again after a crash, asking for the same file with whatever caption, finds the record
+and sends nothing (at most once). A send the channel refused is recorded as failed and may be tried again.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from assistant_framework.json_types import JsonObject
+from assistant_framework.skills.once import Action, ActionLedger, Earlier, TurnActions, TurnRun, done_at
 from assistant_framework.workspace import Workspace
 
 LEDGER = "state/files_out.jsonl"
@@ -59,26 +60,38 @@ class FileSender:
     deliver: Deliver
     max_bytes: int
     channel: str = ""
+    #: What this run of the turn matched in the ledger (one sender per run of a turn).
+    actions: TurnActions = field(default_factory=TurnActions)
+
+    @property
+    def _run(self) -> TurnRun:
+        return TurnRun(self.answering, self.actions)
 
     def __call__(self, area: Workspace, path: str, caption: str = "") -> str:
         """Send ``path`` of ``area`` (the turn's workspace) to the chat; the sentence the model reads."""
         one = self.check(area, path, caption)
         digest = _sha256(one.path)
-        key = hashlib.sha256(json.dumps([self.answering, one.rel, digest, one.caption]).encode()).hexdigest()[:32]
-        earlier = self._recorded(key)
-        if earlier is not None:
-            return f"{one.rel} was already sent to this chat at {earlier} (for this message); not sent again."
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        record = {"key": key, "time": now, "answering": self.answering, "path": one.rel, "sha256": digest}
-        self.ledger.append_jsonl(LEDGER, {**record, "status": "sending"})  # before the send: at most once
-        try:
-            message_id = self.deliver(one)
-        except Exception as err:
-            self.ledger.append_jsonl(LEDGER, {**record, "status": "failed", "error": str(err)[:300]})
-            raise FileRefused(f"sending {one.rel} failed: {err}") from err
-        self.ledger.append_jsonl(LEDGER, {**record, "status": "sent", "message_id": message_id})
-        kind = "photo" if one.photo else "file"
-        return f"Sent {one.rel} ({_size(one.size)}) to this chat as a {kind}."
+
+        def deliver() -> tuple[str, JsonObject]:
+            try:
+                message_id = self.deliver(one)
+            except Exception as err:
+                raise FileRefused(f"sending {one.rel} failed: {err}") from err
+            kind = "photo" if one.photo else "file"
+            return f"Sent {one.rel} ({_size(one.size)}) to this chat as a {kind}.", {"message_id": message_id}
+
+        def said(done: Earlier) -> str:
+            at = done_at(done, datetime.now().astimezone())
+            went = "was already sent" if done.finished else "was already sent (or on its way when the bot stopped)"
+            return f"{one.rel} {went} to this chat at {at} (for this message); not sent again."
+
+        ledger = ActionLedger(self.ledger, LEDGER)
+        return ledger.once(self._run, _file_action(one, digest), deliver, said)
+
+    def done_before(self, area: Workspace, path: str, caption: str = "") -> bool:
+        """This file was sent (or begun) for the message before, the caption worded as it may be: nothing will go."""
+        one = self.check(area, path, caption)
+        return ActionLedger(self.ledger, LEDGER).earlier(self._run, _file_action(one, _sha256(one.path))) is not None
 
     def check(self, area: Workspace, path: str, caption: str) -> FileToSend:
         """The file made ready to send, or ``FileRefused`` with why not."""
@@ -105,17 +118,10 @@ class FileSender:
         photo = rel.lower().endswith(PHOTO_SUFFIXES)
         return FileToSend(path=target, rel=rel, caption=caption, photo=photo, size=info.st_size)
 
-    def _recorded(self, key: str) -> str | None:
-        """When the call with ``key`` was sent or begun (a crash may have come after its send), else None."""
-        statuses: dict[str, str] = {}
-        for row in self.ledger.read_jsonl(LEDGER):
-            if isinstance(row, dict) and row.get("key") == key:
-                statuses[str(row.get("status"))] = str(row.get("time") or "")
-        if "sent" in statuses:
-            return statuses["sent"]
-        if "sending" in statuses and "failed" not in statuses:
-            return statuses["sending"]
-        return None
+
+def _file_action(one: FileToSend, digest: str) -> Action:
+    """A file out as the ledger matches it: this file with this content; the caption may be worded otherwise."""
+    return Action("file", f"{one.rel}:{digest}", one.caption, {"path": one.rel, "sha256": digest})
 
 
 def _sha256(path: Path) -> str:

@@ -1,9 +1,10 @@
 """Actions that leave the machine, each done once for the message a turn answers, whatever a replay's wording.
 
-A skill that sends a mail or changes the owner's calendar records each such action in its ledger (a JSONL file of
-the workspace) before the outside call: the message the turn answers (``SkillContext.message_id`` in its chat: the
-same when a restart answers it again), the kind of action (``send``, ``create``), its target (the recipients, an
-event's uid; "" when the action has none) and a digest of its wording. A turn cut off by a kill is asked again after
+A skill that sends a mail, changes the owner's calendar or sends a file to the chat (``media/files_out.py``)
+records each such action in its ledger (a JSONL file of the workspace) before the outside call: the message the
+turn answers (``SkillContext.message_id`` in its chat, the inbox item for a file: the same when a restart answers
+it again), the kind of action (``send``, ``create``), its target (the recipients, an event's uid, a file's path and
+content; "" when the action has none) and a digest of its wording. A turn cut off by a kill is asked again after
 the restart, and a real model samples: the replay may write the same mail with another subject. So a call is
 matched to the records of its message, kind and target, never to its words alone, as a durable execution's replay:
 the record of the same wording first, else the first record this run of the turn has not matched yet (the replay's
@@ -72,36 +73,52 @@ class Earlier:
 
 
 @dataclass(frozen=True)
+class TurnRun:
+    """One run of a turn as a ledger sees it: the message it answers (``scope``) and what the run matched."""
+
+    scope: str
+    actions: TurnActions
+
+
+def turn_run(context: SkillContext) -> TurnRun:
+    """A skill call's run: the message the turn answers, in its chat (the same in the turn run again after a
+    restart); a turn without one is a scope of its own."""
+    if context.message_id is None or context.message_id == "":
+        return TurnRun(f"turn:{context.actions.token}", context.actions)
+    return TurnRun(f"{context.place or context.conversation_id}:{context.message_id}", context.actions)
+
+
+@dataclass(frozen=True)
 class ActionLedger:
     """One skill's ledger of actions out (``mail/sent.jsonl``, ``calendar/changes.jsonl``) in ``workspace``."""
 
     workspace: Workspace
     path: str
 
-    def earlier(self, context: SkillContext, action: Action) -> Earlier | None:
+    def earlier(self, run: TurnRun, action: Action) -> Earlier | None:
         """The record ``action`` matches for the turn's message, without matching it (the gate asks nobody
         about a call that will do nothing); None: the call would act."""
-        return self._match(context, action)[0]
+        return self._match(run, action)[0]
 
     def once(
         self,
-        context: SkillContext,
+        run: TurnRun,
         action: Action,
         act: Callable[[], tuple[str, JsonObject]],
         said: Callable[[Earlier], str],
     ) -> str:
         """``act()`` (the outside call: the sentence the model reads and what the record keeps of it) unless the
         call matches a record: then ``said(earlier)``, and nothing is done. Recorded before ``act``."""
-        turn = context.actions
+        turn = run.actions
         with turn.lock:
-            earlier, key = self._match(context, action)
+            earlier, key = self._match(run, action)
             if earlier is not None:
                 turn.matched.add(key)
                 return said(earlier)
             key = uuid.uuid4().hex
             turn.matched.add(key)  # this run's own action: a later call of the run in other words is another one
             stamp = datetime.now(UTC).isoformat(timespec="seconds")
-            row: JsonObject = {"key": key, "scope": scope(context), "kind": action.kind, "target": action.target,
+            row: JsonObject = {"key": key, "scope": run.scope, "kind": action.kind, "target": action.target,
                                "wording": action.digest(), "time": stamp, **action.fields}  # fmt: skip
             # Before the outside call: a crash after it can never do it twice (at most once, by design).
             self.workspace.append_jsonl(self.path, {**row, "status": BEGUN})
@@ -114,8 +131,8 @@ class ActionLedger:
         self.workspace.append_jsonl(self.path, {**row, **kept, "status": DONE, "result": sentence})
         return sentence
 
-    def _match(self, context: SkillContext, action: Action) -> tuple[Earlier | None, str]:
-        where, digest = scope(context), action.digest()
+    def _match(self, run: TurnRun, action: Action) -> tuple[Earlier | None, str]:
+        where, digest = run.scope, action.digest()
         rows: dict[str, list[JsonObject]] = {}
         for row in self.workspace.read_jsonl(self.path):
             if (
@@ -127,7 +144,7 @@ class ActionLedger:
                 rows.setdefault(str(row.get("key")), []).append(row)
         outgone = {key: found for key, found in rows.items() if not any(r.get("status") == FAILED for r in found)}
         same = [key for key, found in outgone.items() if found[0].get("wording") == digest]
-        free = [key for key in outgone if key not in context.actions.matched]
+        free = [key for key in outgone if key not in run.actions.matched]
         key = (same or free or [""])[0]
         if not key:
             return None, ""
@@ -135,14 +152,6 @@ class ActionLedger:
         record = {k: v for row in found for k, v in row.items()}  # the latest of each field
         finished = any(r.get("status") == DONE for r in found)
         return Earlier(_when(found[0]), record, finished, bool(same)), key
-
-
-def scope(context: SkillContext) -> str:
-    """The message a turn answers, in its chat (the same in the turn run again after a restart); a turn without
-    one is its own scope."""
-    if context.message_id is None or context.message_id == "":
-        return f"turn:{context.actions.token}"
-    return f"{context.place or context.conversation_id}:{context.message_id}"
 
 
 def _when(row: JsonObject) -> datetime:

@@ -96,6 +96,10 @@ class SendFile(Protocol):
 
     def __call__(self, area: Workspace, path: str, caption: str = "") -> str: ...
 
+    def done_before(self, area: Workspace, path: str, caption: str = "") -> bool:
+        """This file went (or began to go) for the turn's message before: the call will send nothing."""
+        ...
+
 
 class MemorySearch(Protocol):
     """What the search skills use of the bot's memory (``assistant_framework.memory.MemoryService``)."""

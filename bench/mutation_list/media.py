@@ -99,10 +99,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "files-out-sent-twice",
         "assistant_framework/media/files_out.py",
-        "        earlier = self._recorded(key)",
-        "        earlier = None",
+        "        return ledger.once(self._run, _file_action(one, digest), deliver, said)",
+        "        return deliver()[0]",
         "a turn run again after a crash right after the send sends the file a second time",
         ("test_files_out.py",),
+    ),
+    Mutation(
+        "files-out-replay-by-caption",
+        "assistant_framework/media/files_out.py",
+        '    return Action("file", f"{one.rel}:{digest}", one.caption,',
+        '    return Action("file", f"{one.rel}:{digest}:{one.caption}", one.caption,',
+        "the turn replayed after a kill sends the same file with another caption, and the chat gets it twice",
+        ("test_once_replay.py", "test_files_out.py"),
     ),
     Mutation(
         "files-out-state-sent",

@@ -304,7 +304,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "mail-sent-twice",
         f"{AF}/skills/once.py",
-        "            earlier, key = self._match(context, action)",
+        "            earlier, key = self._match(run, action)",
         '            earlier, key = None, ""',
         "the same call run again after a crash sends the mail (or makes the calendar change) a second time",
         ("test_mail_skill.py", "test_calendar_skill.py"),
@@ -313,7 +313,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "once-replay-by-wording-only",
         f"{AF}/skills/once.py",
-        "        free = [key for key in outgone if key not in context.actions.matched]",
+        "        free = [key for key in outgone if key not in run.actions.matched]",
         "        free: list[str] = []",
         "the turn replayed after a kill writes the mail (or the event) in other words and it goes out twice",
         ("test_once_replay.py", "test_mail_skill.py", "test_calendar_skill.py"),
@@ -433,7 +433,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "calendar-change-twice",
         "skills/calendar/ledger.py",
-        "    return ActionLedger(workspace, CHANGES).once(context, change_of(args), act, said)",
+        "    return ActionLedger(workspace, CHANGES).once(turn_run(context), change_of(args), act, said)",
         "    return act()[0]",
         "a calendar change run again after a crash is sent to the server a second time",
         ("test_calendar_skill.py",),

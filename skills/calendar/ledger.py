@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from assistant_framework.skills.once import Action, ActionLedger, Earlier, done_at
+from assistant_framework.skills.once import Action, ActionLedger, Earlier, done_at, turn_run
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import context_now
 from assistant_framework.workspace import Workspace
@@ -42,9 +42,9 @@ def once(workspace: Workspace, context: SkillContext, args: SkillArgs, change: C
         words = "" if done.same_wording else " (as first asked, not in this call's words)"
         return f"not done again: this {args['action']} {made} at {at} for this message{result}{words}"
 
-    return ActionLedger(workspace, CHANGES).once(context, change_of(args), act, said)
+    return ActionLedger(workspace, CHANGES).once(turn_run(context), change_of(args), act, said)
 
 
 def done_before(workspace: Workspace, context: SkillContext, args: SkillArgs) -> bool:
     """This change was made (or begun) before for the turn's message: nothing will reach the server."""
-    return ActionLedger(workspace, CHANGES).earlier(context, change_of(args)) is not None
+    return ActionLedger(workspace, CHANGES).earlier(turn_run(context), change_of(args)) is not None

@@ -14,7 +14,7 @@ from email.message import EmailMessage
 from email.utils import parseaddr
 
 from assistant_framework.json_types import JsonObject
-from assistant_framework.skills.once import Action, ActionLedger, Earlier, done_at
+from assistant_framework.skills.once import Action, ActionLedger, Earlier, done_at, turn_run
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
@@ -74,7 +74,9 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     fields: JsonObject = {"to": to, "subject": str(message["Subject"]), "file": rel,
                           "message_id": str(message["Message-ID"])}  # fmt: skip
     once = _action(message, to, args["body"], fields)
-    return ActionLedger(workspace, SENT_LOG).once(context, once, send_it, lambda done: _not_again(done, context))
+    return ActionLedger(workspace, SENT_LOG).once(
+        turn_run(context), once, send_it, lambda done: _not_again(done, context)
+    )
 
 
 def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> bool:
@@ -86,7 +88,7 @@ def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | N
         message, to = _message(workspace, args, context)
     except ValueError:
         return False  # a call the run refuses in one sentence
-    return ActionLedger(workspace, SENT_LOG).earlier(context, _action(message, to, args["body"])) is not None
+    return ActionLedger(workspace, SENT_LOG).earlier(turn_run(context), _action(message, to, args["body"])) is not None
 
 
 def _message(workspace: Workspace, args: SkillArgs, context: SkillContext) -> tuple[EmailMessage, list[str]]:

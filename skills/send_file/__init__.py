@@ -3,7 +3,8 @@
 The channel sends it (Telegram ``sendDocument``/``sendPhoto``, a Signal attachment, the terminal prints the
 path) through the ``send_file`` service the channel gives the turn (``assistant_framework/media/files_out.py``:
 confined to the turn's workspace, never ``state/``, bounded by the channel's ``max_file_bytes``, recorded in
-``state/files_out.jsonl`` before it goes so a turn run again after a crash does not send it twice).
+``state/files_out.jsonl`` before it goes so a turn run again after a crash does not send it twice, whatever
+its caption this time).
 Capability ``send``: by default it runs unasked in a trusted turn (``policy.skills.send_file``) and asks the
 owner in a turn with outside content.
 """
@@ -38,3 +39,9 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     if sender is None:
         raise ValueError(NO_CHANNEL)
     return sender(workspace, args["path"], args.get("caption") or "")
+
+
+def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> bool:
+    """The file went for the turn's message before (a replay after a crash): nothing will go, nobody is asked."""
+    sender = context.services.get("send_file") if context is not None else None
+    return sender is not None and sender.done_before(workspace, args["path"], args.get("caption") or "")
