@@ -244,3 +244,20 @@ def test_the_archives_members_are_private_whatever_the_files_modes(tmp_path: Pat
         modes = {m.name: stat.S_IMODE(m.mode) for m in tar.getmembers()}
     assert modes["workspace/notes/copied/diary.md"] == 0o600 and modes["workspace/notes/copied"] == 0o700
     assert {name: oct(mode) for name, mode in modes.items() if mode & 0o077} == {}
+
+
+def test_restore_json_says_where_the_workspace_and_the_previous_one_are(tmp_path: Path) -> None:
+    """`restore` had no --json (backup has): a script could not learn where the previous workspace went."""
+    archive = _archive(tmp_path)
+    target = tmp_path / "new" / "workspace"
+    first = assistant("restore", str(archive), "--workspace", str(target), "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == {"workspace": str(target), "previous": None}
+    (target / "notes" / "new.md").write_text("# New\n")
+    refused = assistant("restore", str(archive), "--workspace", str(target), "--json")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "pass --force" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    again = assistant("restore", str(archive), "--workspace", str(target), "--json", "--force")
+    assert again.returncode == 0, again.stderr
+    previous = Path(json.loads(again.stdout)["previous"])
+    assert previous.parent == tmp_path / "new" / "backups" and (previous / "notes" / "new.md").read_text() == "# New\n"

@@ -154,4 +154,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "setup run again for the time zone asks for the bot token and the model server first",
         ("test_setup_rerun.py",),
     ),
+    Mutation(
+        "restore-json-ignored",
+        f"{BOT}/cli/backup.py",
+        "    if args.json:\n        workspace = Path(args.workspace)",
+        "    if False:\n        workspace = Path(args.workspace)",
+        "restore --json prints the sentences, not where the workspace and the previous one are",
+        ("test_backup_move.py",),
+    ),
 )

@@ -60,6 +60,7 @@ def register(subparsers: Subparsers) -> None:
         default=None,
         help="the most the archive may unpack to, e.g. 20G (default: 100 times the archive's size, at least 256M)",
     )
+    back.add_argument("--json", action="store_true", help="print {workspace, previous} as JSON")
     back.set_defaults(func=cmd_restore)
 
 
@@ -102,6 +103,10 @@ def cmd_restore(args: argparse.Namespace) -> int:
     except BackupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    if args.json:
+        workspace = Path(args.workspace).expanduser().absolute()
+        print(json.dumps({"workspace": str(workspace), "previous": str(kept) if kept else None}))
+        return 0
     print(
         f"restored {args.archive} into {args.workspace}"
         + (f"; the previous workspace is in {shown(kept)}" if kept else "")
