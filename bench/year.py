@@ -117,72 +117,135 @@ def write_year(ws: Path, days: int, end: datetime) -> dict[str, int]:
             moment += timedelta(minutes=every)
 
     jobs = [
-        {"id": f"j{i}", "name": f"job {i}", "every_minutes": 24 * 60 * 4 // JOB_RUNS_PER_DAY, "message": "ping",
-         "created_at": start.isoformat(timespec="seconds")}
+        {
+            "id": f"j{i}",
+            "name": f"job {i}",
+            "every_minutes": 24 * 60 * 4 // JOB_RUNS_PER_DAY,
+            "message": "ping",
+            "created_at": start.isoformat(timespec="seconds"),
+        }
         for i in range(1, 5)
-    ]  # fmt: skip
+    ]
     (ws / "jobs").mkdir(parents=True, exist_ok=True)
     (ws / "jobs" / "jobs.json").write_text(json.dumps(jobs, indent=1), encoding="utf-8")
     runs = [
-        {"run": f"job:j{1 + i % 4}:{m.strftime('%Y%m%dT%H%M%SZ')}", "job": f"j{1 + i % 4}", "name": f"job {1 + i % 4}",
-         "kind": "message", "planned": m.isoformat(), "started": m.isoformat(), "finished": m.isoformat(),
-         "outcome": "delivered", "late": False, "message_ids": [i]}
+        {
+            "run": f"job:j{1 + i % 4}:{m.strftime('%Y%m%dT%H%M%SZ')}",
+            "job": f"j{1 + i % 4}",
+            "name": f"job {1 + i % 4}",
+            "kind": "message",
+            "planned": m.isoformat(),
+            "started": m.isoformat(),
+            "finished": m.isoformat(),
+            "outcome": "delivered",
+            "late": False,
+            "message_ids": [i],
+        }
         for i, m in enumerate(minutes(24 * 60 // JOB_RUNS_PER_DAY))
-    ]  # fmt: skip
+    ]
     _lines(ws / "jobs" / "runs.jsonl", runs[-5000:])  # what RunLog's cap keeps
     sent = []
     for i, m in enumerate(minutes(24 * 60 // MAILS_PER_DAY)):
         key = hashlib.sha256(str(i).encode()).hexdigest()
         stamp = m.strftime("%Y-%m-%d-%H%M%S")
-        sent.append({"key": key, "time": stamp, "to": ["anna@example.org"], "subject": f"Re: {_text(i, 5)}",
-                     "file": f"mail/sent/{stamp}-{key[:8]}.eml", "message_id": f"<{key[:16]}@example.org>"})  # fmt: skip
+        sent.append(
+            {
+                "key": key,
+                "time": stamp,
+                "to": ["anna@example.org"],
+                "subject": f"Re: {_text(i, 5)}",
+                "file": f"mail/sent/{stamp}-{key[:8]}.eml",
+                "message_id": f"<{key[:16]}@example.org>",
+            }
+        )
     _lines(ws / "mail" / "sent.jsonl", sent)
     for name, every in COLLECTOR_MINUTES.items():
         _lines(
             ws / "collectors" / name / "runs.jsonl",
             (
-                {"started": m.isoformat(timespec="seconds"), "duration_s": 0.4, "outcome": "ok", "error": None,
-                 "new": i % 3, "written": [f"collectors/{name}/item-{i}.md"] if i % 3 else [],
-                 "summary": f"{i % 3} new: {_text(i, 8)}", "errors": []}
+                {
+                    "started": m.isoformat(timespec="seconds"),
+                    "duration_s": 0.4,
+                    "outcome": "ok",
+                    "error": None,
+                    "new": i % 3,
+                    "written": [f"collectors/{name}/item-{i}.md"] if i % 3 else [],
+                    "summary": f"{i % 3} new: {_text(i, 8)}",
+                    "errors": [],
+                }
                 for i, m in enumerate(minutes(every))
             ),
-        )  # fmt: skip
+        )
     turns = list(minutes(24 * 60 // TURNS_PER_DAY))
     _lines(
         ws / "state" / "audit.jsonl",
-        ({"time": m.isoformat(), "conversation": "tg:1", "skill": "notes", "decision": "allow",
-          "args": {"action": "search", "query": _text(i, 3)}, "ok": True} for i, m in enumerate(turns)),
-    )  # fmt: skip
+        (
+            {
+                "time": m.isoformat(),
+                "conversation": "tg:1",
+                "skill": "notes",
+                "decision": "allow",
+                "args": {"action": "search", "query": _text(i, 3)},
+                "ok": True,
+            }
+            for i, m in enumerate(turns)
+        ),
+    )
     by_month: dict[str, list[dict]] = {}
     for m in turns:
         by_month.setdefault(m.strftime("%Y-%m"), []).append(
-            {"time": m.isoformat(), "requests": [{"model": "fake-model", "runner": "fake", "prompt_tokens": 2400,
-                                                  "completion_tokens": 120}]}
-        )  # fmt: skip
+            {
+                "time": m.isoformat(),
+                "requests": [
+                    {"model": "fake-model", "runner": "fake", "prompt_tokens": 2400, "completion_tokens": 120}
+                ],
+            }
+        )
     for month, rows in by_month.items():
         _lines(ws / "state" / "usage" / f"{month}.jsonl", rows)
     messages = []
     for i, m in enumerate(turns):
         messages.append({"id": 2 * i + 1, "role": "owner", "text": _text(i), "at": m.isoformat()})
         messages.append(
-            {"id": 2 * i + 2, "role": "assistant", "text": _text(i, 40), "at": m.isoformat(), "key": f"web:{i}",
-             "part": 0}
-        )  # fmt: skip
+            {
+                "id": 2 * i + 2,
+                "role": "assistant",
+                "text": _text(i, 40),
+                "at": m.isoformat(),
+                "key": f"web:{i}",
+                "part": 0,
+            }
+        )
     _lines(ws / "state" / "webchat" / "messages.jsonl", messages)
     files = []
     for i, m in enumerate(minutes(24 * 60 // FILES_PER_DAY)):
-        record = {"key": hashlib.sha256(f"f{i}".encode()).hexdigest(), "path": f"notes/n{i}.md", "chat": "tg:1",
-                  "time": m.isoformat()}  # fmt: skip
+        record = {
+            "key": hashlib.sha256(f"f{i}".encode()).hexdigest(),
+            "path": f"notes/n{i}.md",
+            "chat": "tg:1",
+            "time": m.isoformat(),
+        }
         files += [{**record, "status": "sending"}, {**record, "status": "sent", "message_id": i}]
     _lines(ws / "state" / "files_out.jsonl", files)
     history = ws / "state" / "console_history"
     history.write_text("".join(f"\n# {m.isoformat()}\n+{_text(i)}\n" for i, m in enumerate(turns)), encoding="utf-8")
     sizes = {}
-    for rel in ("conversations", "jobs/runs.jsonl", "mail/sent.jsonl", "collectors/mail/runs.jsonl",
-                "state/audit.jsonl", "state/usage", "state/webchat/messages.jsonl", "state/files_out.jsonl",
-                "memory/episodes", "state/console_history"):  # fmt: skip
+    for rel in (
+        "conversations",
+        "jobs/runs.jsonl",
+        "mail/sent.jsonl",
+        "collectors/mail/runs.jsonl",
+        "state/audit.jsonl",
+        "state/usage",
+        "state/webchat/messages.jsonl",
+        "state/files_out.jsonl",
+        "memory/episodes",
+        "state/console_history",
+    ):
         path = ws / rel
-        sizes[rel] = sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
+        sizes[rel] = (
+            sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
+        )
     return sizes
 
 
@@ -222,8 +285,12 @@ def time_bot(config: dict, cfg: Path, ws: Path, env: dict, log_path: Path, turns
     children: list[subprocess.Popen] = []
     try:
         config = json.loads(json.dumps(config))
-        config["telegram"] = {"token": fake.token, "base_url": fake.base_url, "base_file_url": fake.base_file_url,
-                              "allowed_user_ids": [OWNER]}  # fmt: skip
+        config["telegram"] = {
+            "token": fake.token,
+            "base_url": fake.base_url,
+            "base_file_url": fake.base_file_url,
+            "allowed_user_ids": [OWNER],
+        }
         write_config_dir(config, cfg)
         fake.send_message("what is on my list today?", user_id=OWNER)
         with log_path.open("ab") as log:
@@ -231,8 +298,12 @@ def time_bot(config: dict, cfg: Path, ws: Path, env: dict, log_path: Path, turns
             proc = start_process(
                 children,
                 [sys.executable, "-m", "messaging_llm_bot", "--config", str(cfg), "--workspace", str(ws)],
-                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
             wait(fake.polls_started, 120, "getUpdates", proc)
             first_poll = time.perf_counter() - started
             wait(lambda: answered(fake) >= 1, 120, "first answer", proc)
@@ -264,10 +335,24 @@ def time_web(cfg: Path, ws: Path, env: dict, log_path: Path) -> dict[str, float]
         with log_path.open("ab") as log:
             proc = start_process(
                 children,
-                [sys.executable, "-m", "messaging_llm_bot.cli", "web", "--config", str(cfg), "--workspace", str(ws),
-                 "--port", str(port)],
-                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "messaging_llm_bot.cli",
+                    "web",
+                    "--config",
+                    str(cfg),
+                    "--workspace",
+                    str(ws),
+                    "--port",
+                    str(port),
+                ],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
 
         def get(path: str) -> bytes:
             request = urllib.request.Request(
@@ -395,13 +480,22 @@ def main(argv: list[str] | None = None) -> int:
         ["assistant jobs list --json", secs(empty["jobs"]), secs(year["jobs"])],
         *[[f"web: GET {view}", secs(empty["web"][view]), secs(year["web"][view])] for view in WEB_VIEWS],
         ["mail skill's once-check (mail/sent.jsonl)", secs(empty["inproc"]["mail"]), secs(year["inproc"]["mail"])],
-        ["send_file's once-check (state/files_out.jsonl)", secs(empty["inproc"]["files_out"]),
-         secs(year["inproc"]["files_out"])],  # fmt: skip
+        [
+            "send_file's once-check (state/files_out.jsonl)",
+            secs(empty["inproc"]["files_out"]),
+            secs(year["inproc"]["files_out"]),
+        ],
         ["a job run's once-check (RunLog.has_run)", secs(empty["inproc"]["runs"]), secs(year["inproc"]["runs"])],
-        ["web chat's message store read at start", secs(empty["inproc"]["transcript"]),
-         secs(year["inproc"]["transcript"])],  # fmt: skip
-        ["  its once-map (entries)", f"{empty['inproc']['transcript_map']:.0f}",
-         f"{year['inproc']['transcript_map']:.0f}"],  # fmt: skip
+        [
+            "web chat's message store read at start",
+            secs(empty["inproc"]["transcript"]),
+            secs(year["inproc"]["transcript"]),
+        ],
+        [
+            "  its once-map (entries)",
+            f"{empty['inproc']['transcript_map']:.0f}",
+            f"{year['inproc']['transcript_map']:.0f}",
+        ],
     ]
     print(table(["path", "empty workspace", f"{days} days of use"], rows))
     return 0

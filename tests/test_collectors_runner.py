@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.collectors.outcome import RUNS_CAP
 from assistant_framework.collectors.state import load_state
 from assistant_framework.schedules import backoff_seconds, from_iso
 from tests.fixtures.collectors.helpers import FakeClock, write_collector
@@ -351,3 +352,18 @@ def test_start_and_stop_run_in_background(ws, plugins):
         runner.stop(timeout=5)
     assert ws.read_json("collectors/writer/new.json")["items"][0]["title"] == "item 0"
     assert load_state(ws, "writer").outcome == "ok"
+
+
+def test_the_run_log_is_cut_to_its_newest_runs_past_its_size(ws, plugins):
+    """A collector every 10 minutes wrote 11 MB of runs.jsonl a year, kept whole: past its size the log is cut to
+    its newest runs (the new one last), so it stays bounded."""
+    line = '{"started":"2025-01-01T00:00:00+00:00","outcome":"ok","new":0,"summary":"old run %06d","errors":[]}\n'
+    count = RUNS_CAP.max_bytes // len(line % 0) + 10
+    ws.write_text("collectors/writer/runs.jsonl", "".join(line % n for n in range(count)))
+    runner = CollectorRunner(manager_for(plugins, ws, {"writer": {"enabled": True}}), ws)
+    assert runner.run_once("writer").outcome == "ok"
+    size = ws.path("collectors/writer/runs.jsonl").stat().st_size
+    runs = ws.read_jsonl("collectors/writer/runs.jsonl")
+    assert size <= RUNS_CAP.max_bytes // 2 and len(runs) <= RUNS_CAP.keep_lines
+    assert runs[-1]["summary"] == "run 0"
+    assert [r["summary"] for r in runs[:-1]] == [f"old run {n:06d}" for n in range(count - len(runs) + 1, count)]

@@ -312,3 +312,28 @@ def test_move_aside_never_overwrites_an_earlier_copy_of_the_same_second(ws: Work
     aside = ws.move_aside("state/cache.db")
     assert aside.endswith("-2") and ws.path(aside).read_bytes() == b"newer"
     assert all(p.read_bytes() == b"earlier" for p in ws.path("state").glob("cache.db.broken-*Z"))
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 64 * 1024])
+def test_the_last_lines_of_a_log_read_from_its_end_are_the_whole_reads_last(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """``read_jsonl(rel, last=N)`` (read from the end, a block at a time) gives what a whole read's last N give:
+    across block edges, with a torn last line, a blank line and lines that are not JSON objects."""
+    from assistant_framework.workspace import tail
+
+    monkeypatch.setattr(tail, "_BLOCK", block)
+    lines = [json.dumps({"n": n, "pad": "x" * (n % 5)}) for n in range(12)]
+    for content in (
+        "\n".join(lines) + "\n",
+        "\n".join(lines) + '\n{"n": 12, "to',  # an append torn by a kill
+        "\n".join(lines[:6]) + "\n\n[1]\n" + "\n".join(lines[6:]) + "\n",
+        "",
+    ):
+        ws.write_text("state/log.jsonl", content)
+        whole = ws.read_jsonl("state/log.jsonl")
+        for last in (1, 2, 5, 13, 40):
+            tail_rows = ws.read_jsonl("state/log.jsonl", last=last)
+            assert tail_rows == whole[len(whole) - len(tail_rows) :], (content, last)
+            assert len(tail_rows) >= min(len(whole), last - 2), (content, last)
+    assert ws.read_jsonl("state/missing.jsonl", last=3) == []

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 from assistant_framework.collectors.spec import CollectorItem, SourceReport
 from assistant_framework.json_types import JsonObject
-from assistant_framework.workspace import Workspace
+from assistant_framework.workspace import LogCap, Workspace
 
 if TYPE_CHECKING:
     from assistant_framework.collectors.loader import Collector
@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 #: The runner's own files inside ``collectors/<name>/`` (not counted as "written").
 NEW_FILE = "new.json"
 RUNS_FILE = "runs.jsonl"
+#: A run log is cut to its newest lines past this size: a collector every 10 minutes wrote 11 MB a year, all of it
+#: read for the last line by the page's Collectors view (1.2 s after a year) and kept in the memory index.
+RUNS_CAP = LogCap(max_bytes=2 * 1024 * 1024, keep_lines=5000)
 MAX_ERROR_CHARS = 500
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 from assistant_framework.collectors.notify import matching_items, notify_text
 from assistant_framework.collectors.outcome import (
     NEW_FILE,
+    RUNS_CAP,
     RUNS_FILE,
     Attempt,
     RunOutcome,
@@ -202,6 +203,7 @@ class CollectorRunner:
                     else {}
                 ),
             },
+            RUNS_CAP,
         )
 
     def _record(self, collector: Collector, outcome: RunOutcome, started_at: datetime) -> None:

@@ -7,12 +7,11 @@ from typing import TypedDict, cast
 from zoneinfo import ZoneInfo
 
 from assistant_framework.schedules import as_utc, from_iso
-from assistant_framework.workspace import Workspace
+from assistant_framework.workspace import LogCap, Workspace
 
 RUNS_FILE = "jobs/runs.jsonl"
 #: runs.jsonl is cut to its newest lines past this many bytes (read in full for /now and the page).
-RUNS_MAX_BYTES = 2 * 1024 * 1024
-RUNS_KEEP_LINES = 5000
+RUNS_CAP = LogCap(max_bytes=2 * 1024 * 1024, keep_lines=5000)
 
 
 class RunLine(TypedDict, total=False):
@@ -46,16 +45,8 @@ class RunLog:
         self.workspace = workspace
 
     def append(self, record: RunLine) -> None:
-        """Append a line; the file is cut to its newest lines once it grows past ``RUNS_MAX_BYTES``."""
-        self.workspace.append_jsonl(RUNS_FILE, record)
-        try:
-            size = self.workspace.path(RUNS_FILE).stat().st_size
-        except OSError:
-            return
-        if size > RUNS_MAX_BYTES:
-            with self.workspace.lock(RUNS_FILE):
-                lines = self.workspace.read_text(RUNS_FILE, default="").splitlines()[-RUNS_KEEP_LINES:]
-                self.workspace.write_text(RUNS_FILE, "\n".join(lines) + "\n")
+        """Append a line; the file is cut to its newest lines once it grows past ``RUNS_CAP``."""
+        self.workspace.append_jsonl(RUNS_FILE, record, RUNS_CAP)
 
     def records(self) -> list[RunLine]:
         """Every readable line, oldest first (a torn or hand-broken line is skipped)."""
@@ -63,7 +54,7 @@ class RunLog:
 
     def has_run(self, run_id: str) -> bool:
         """True when a run with this id has its line already (a replay after a crash must not add one)."""
-        return any(record.get("run") == run_id for record in self.records()[-RUNS_KEEP_LINES:])
+        return any(record.get("run") == run_id for record in self.records())
 
     def for_job(self, job_id: str, limit: int = 20) -> list[RunLine]:
         """The newest ``limit`` lines of one job, oldest first."""

@@ -139,8 +139,11 @@ def collector_rows(parts: Parts) -> list[CollectorRow]:
     runner = parts.collector_runner
     rows: list[CollectorRow] = []
     for row in manager.status():
+        # Its end only, read from the end (the log holds months of runs); two lines: a torn last one is skipped.
         runs = (
-            parts.workspace.read_jsonl(f"collectors/{row['name']}/runs.jsonl") if row["outcome"] != "load-error" else []
+            parts.workspace.read_jsonl(f"collectors/{row['name']}/runs.jsonl", last=2)
+            if row["outcome"] != "load-error"
+            else []
         )
         last = runs[-1] if runs else {}
         extra = {

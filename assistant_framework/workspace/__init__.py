@@ -11,6 +11,7 @@ never interleave. Every path is resolved inside the root: absolute paths,
 - ``paths``: path confinement (``WorkspacePathError``).
 - ``atomic``: ``atomic_write_bytes``, also used for files outside a workspace (config files, exports).
 - ``locks``: the thread-plus-file lock behind ``Workspace.lock`` and every append.
+- ``tail``: a log's last lines read from its end, and the bound an append cuts a log to (``LogCap``).
 
 The names below are the API for the framework, the bot and plugins; import them from here.
 """
@@ -26,10 +27,12 @@ from assistant_framework.workspace.files import (
     is_workspace,
 )
 from assistant_framework.workspace.paths import WorkspacePathError
+from assistant_framework.workspace.tail import LogCap
 
 __all__ = [
     "LAYOUT",
     "WORKSPACE_MARKER",
+    "LogCap",
     "NotAWorkspaceError",
     "Workspace",
     "WorkspacePathError",

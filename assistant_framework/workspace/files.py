@@ -22,6 +22,7 @@ from assistant_framework.workspace.atomic import _write_all, atomic_write_bytes
 from assistant_framework.workspace.locks import _LOCK_SUFFIX, _CombinedLock, new_lock
 from assistant_framework.workspace.paths import WorkspacePathError, confined_path
 from assistant_framework.workspace.private import NOT_PRIVATE, make_private_dirs, make_workspace_private
+from assistant_framework.workspace.tail import LogCap, tail_bytes
 
 #: Folders created on first use; docs/workspace.md describes each one.
 LAYOUT: tuple[str, ...] = (
@@ -158,11 +159,12 @@ class Workspace:
             return {}
         return data
 
-    def read_jsonl(self, rel: str) -> list[JsonObject]:
-        """All JSON objects of a JSONL file, skipping blank, torn or non-UTF-8 lines."""
+    def read_jsonl(self, rel: str, last: int | None = None) -> list[JsonObject]:
+        """All JSON objects of a JSONL file, skipping blank, torn or non-UTF-8 lines; ``last``: of its last lines
+        only, read from its end (a log's newest records cost the same after a year as after a day)."""
         target = self.path(rel)
         try:
-            data = target.read_bytes()
+            data = target.read_bytes() if last is None else tail_bytes(target, last)
         except FileNotFoundError:
             return []
         rows: list[JsonObject] = []
@@ -247,9 +249,21 @@ class Workspace:
             finally:
                 os.close(fd)
 
-    def append_jsonl(self, rel: str, obj: object) -> None:
-        """Append one compact JSON object as a line."""
+    def append_jsonl(self, rel: str, obj: object, cap: LogCap | None = None) -> None:
+        """Append one compact JSON object as a line; with ``cap``, a file grown past its size is cut to its newest
+        lines (atomically, under the appends' lock: a line appended meanwhile is kept)."""
         self.append_line(rel, json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+        if cap is None:
+            return
+        target = self.path(rel)
+        try:
+            if target.stat().st_size <= cap.max_bytes:
+                return
+        except OSError:
+            return
+        with self._lock_resolved(target):
+            if target.stat().st_size > cap.max_bytes:  # not cut by another writer meanwhile
+                atomic_write_bytes(target, tail_bytes(target, cap.keep_lines, cap.max_bytes // 2), private=True)
 
     def delete(self, rel: str) -> bool:
         """Delete a file or an empty folder; True when something was deleted."""

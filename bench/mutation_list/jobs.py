@@ -346,4 +346,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "/jobs add in chat makes a prompt job (a model turn) run more often than jobs.min_prompt_interval_minutes",
         ("test_jobs_bot.py",),
     ),
+    Mutation(
+        "collector-run-log-uncapped",
+        f"{AF}/collectors/runner.py",
+        "            RUNS_CAP,\n",
+        "",
+        "a collector's runs.jsonl grows without bound (11 MB a year at a 10-minute interval)",
+        ("test_collectors_runner.py",),
+    ),
 )

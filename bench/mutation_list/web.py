@@ -271,4 +271,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         " its headers are read",
         ("test_web_limits.py",),
     ),
+    Mutation(
+        "web-collectors-read-whole-run-log",
+        f"{AF}/web/views.py",
+        'runs.jsonl", last=2)',
+        'runs.jsonl")',
+        "the Collectors view reads every collector's whole runs.jsonl for its last line (1.2 s after a year)",
+        ("test_web_http.py",),
+    ),
 )
