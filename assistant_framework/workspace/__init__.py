@@ -27,7 +27,7 @@ from assistant_framework.workspace.files import (
     is_workspace,
 )
 from assistant_framework.workspace.paths import WorkspacePathError
-from assistant_framework.workspace.tail import LogCap
+from assistant_framework.workspace.tail import LogCap, tail_bytes
 
 __all__ = [
     "LAYOUT",
@@ -40,4 +40,5 @@ __all__ = [
     "created_workspace",
     "existing_workspace",
     "is_workspace",
+    "tail_bytes",
 ]

@@ -53,4 +53,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "/stop on the web chat waits behind the answer it should stop, then finds nothing to stop",
         KIT_CONSOLE_WEBCHAT,
     ),
+    Mutation(
+        "webchat-once-map-unbounded",
+        f"{BOT}/channels/webchat/transcript.py",
+        "            if len(self._parts) > KEYS_KEPT:",
+        "            if False:",
+        "the web chat's map of reply parts written grows by every part for the life of the process",
+        ("test_webchat_transcript.py",),
+    ),
+    Mutation(
+        "webchat-start-reads-whole-store",
+        f"{BOT}/channels/webchat/transcript.py",
+        "        for line in tail_bytes(self.path, KEYS_KEPT).splitlines():",
+        '        for line in (self.path.read_bytes() if self.path.exists() else b"").splitlines():',
+        "the web chat's start reads its whole message store (10 MB after a year) and keeps every key",
+        ("test_webchat_transcript.py",),
+    ),
 )

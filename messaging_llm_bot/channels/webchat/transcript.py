@@ -15,13 +15,17 @@ import threading
 from datetime import UTC, datetime
 from typing import TypedDict
 
-from assistant_framework.workspace import Workspace
+from assistant_framework.workspace import Workspace, tail_bytes
 
 log = logging.getLogger(__name__)
 
 REL = "state/webchat/messages.jsonl"
 #: The most messages a page load shows (the conversation's older days are on the Conversations page).
 HISTORY_LIMIT = 200
+#: A start reads the store's newest lines only, and the once-map keeps the newest parts' keys: a part written again
+#: is one of the turns a restart finishes, the last ones (a start read all of it and kept every key: 10 MB and
+#: 18,000 keys after a year of 50 turns a day).
+KEYS_KEPT = 2000
 
 
 class FileRef(TypedDict):
@@ -45,7 +49,7 @@ class Message(TypedDict, total=False):
 
 
 class Transcript:
-    """Append-only, fsynced, one writer per process (a lock); read back at start."""
+    """Append-only, fsynced, one writer per process (a lock); its newest lines read back at start."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.path = workspace.path(REL)
@@ -55,13 +59,9 @@ class Transcript:
         self._load()
 
     def _load(self) -> None:
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return
-        for line in lines:
+        for line in tail_bytes(self.path, KEYS_KEPT).splitlines():
             try:
-                message: Message = json.loads(line)
+                message: Message = json.loads(line.decode("utf-8"))
                 int(message["id"])
             except (ValueError, KeyError, TypeError):
                 log.warning("webchat: a damaged line in %s is left out", REL)
@@ -72,6 +72,8 @@ class Transcript:
         self._messages.append(message)
         if message.get("key"):
             self._parts[(message.get("key", ""), message.get("part", 0))] = message["id"]
+            if len(self._parts) > KEYS_KEPT:
+                del self._parts[next(iter(self._parts))]  # the oldest key
         if len(self._messages) > HISTORY_LIMIT:
             del self._messages[0]
 
