@@ -184,3 +184,48 @@ def test_a_reminder_set_for_in_10_minutes_just_before_a_restart_arrives_once_on_
     fake.wait_for(lambda: reminders(fake, "take the cake out") != [], timeout=10)
     more_reminder_polls(second.runtime, 3)
     assert reminders(fake, "take the cake out") == ["⏰ take the cake out"]  # once, and on time: no late note
+
+
+def set_clock(clock: Clock, moment: datetime) -> None:
+    clock.advance(seconds=(moment - clock()).total_seconds())
+
+
+@pytest.mark.parametrize(
+    ("night", "runs_at"),
+    [
+        # 29 March 2026: 02:00 CET becomes 03:00 CEST at 01:00 UTC; 02:30 does not exist: once, at 03:00.
+        (datetime(2026, 3, 29, tzinfo=timezone.utc), [datetime(2026, 3, 29, 1, 0, tzinfo=timezone.utc)]),
+        # 25 October 2026: 03:00 CEST becomes 02:00 CET at 01:00 UTC; 02:30 comes twice: once, the first.
+        (datetime(2026, 10, 25, tzinfo=timezone.utc), [datetime(2026, 10, 25, 0, 30, tzinfo=timezone.utc)]),
+    ],
+    ids=["clocks-forward", "clocks-back"],
+)
+def test_a_daily_0230_job_and_a_0230_reminder_run_once_on_a_dst_night(night, runs_at, fake, clock_bot, workspace):
+    clock = Clock()
+    set_clock(clock, night - timedelta(hours=1))  # 00:00 or 01:00 local, the evening before the change
+    made = iso(clock())
+    workspace.write_json(
+        JOBS_FILE,
+        [
+            {
+                "id": "j1",
+                "name": "night",
+                "cron": "30 2 * * *",
+                "timezone": "Europe/Berlin",
+                "message": "Night",
+                "created_at": made,
+            }
+        ],
+    )
+    local_0230 = datetime(night.year, night.month, night.day, 2, 30, tzinfo=BERLIN)  # as the skill reads "02:30"
+    ReminderStore(workspace).add(OWNER, "night pill", local_0230, "Europe/Berlin")
+    bot = clock_bot(clock)
+    for minutes in range(0, 4 * 60, 10):  # the night in ten-minute steps, each looked at
+        set_clock(clock, night + timedelta(minutes=minutes))
+        next_look(bot, fake)
+    more_reminder_polls(bot.runtime, 2)
+    assert [t for t in texts(fake, OWNER) if t.startswith("🗓 Night")] == ["🗓 Night"]
+    [pill] = reminders(fake, "night pill")  # once (on time or a step late: the steps outrun its timer's wake)
+    assert pill.startswith("⏰ night pill")
+    lines = workspace.read_jsonl(RUNS_FILE)
+    assert [line["planned"] for line in lines] == [iso(moment) for moment in runs_at]
