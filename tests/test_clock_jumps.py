@@ -18,7 +18,7 @@ import pytest
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
 from assistant_framework.schedules import to_iso
 from assistant_framework.stores.reminders import ReminderStore
-from messaging_llm_bot.conversation.job_router import job_router
+from messaging_llm_bot.conversation.job_router import DIGESTS_SENT, job_router
 from tests.telegram_harness import OWNER, RunningBot, make_runtime, telegram_config, texts
 from tests.test_jobs_bot import Clock, next_look
 from tests.waiting import more_reminder_polls, wait_until
@@ -229,3 +229,39 @@ def test_a_daily_0230_job_and_a_0230_reminder_run_once_on_a_dst_night(night, run
     assert pill.startswith("⏰ night pill")
     lines = workspace.read_jsonl(RUNS_FILE)
     assert [line["planned"] for line in lines] == [iso(moment) for moment in runs_at]
+
+
+def test_a_morning_digest_missed_while_the_bot_was_down_is_sent_once_at_a_start_later_that_day(
+    fake, clock_bot, workspace
+):
+    clock = Clock()
+    today = clock().astimezone(BERLIN).date()
+    set_clock(clock, datetime(today.year, today.month, today.day, 10, 0, tzinfo=BERLIN))  # 10:00: 07:30 passed
+    yesterday = datetime(today.year, today.month, today.day, 7, 30, tzinfo=BERLIN) - timedelta(days=1)
+    workspace.write_json(DIGESTS_SENT, {"telegram": iso(yesterday)})  # yesterday's went out; today's did not
+    bot = clock_bot(clock, morning_digest="07:30")
+    fake.wait_for(lambda: digests(fake) != [], timeout=10)
+    router = job_router(bot.runtime)
+    wait_until(lambda: router.digest_due("telegram") == yesterday + timedelta(days=2), what="tomorrow's planned")
+    wait_until(lambda: workspace.read_json(DIGESTS_SENT) == {"telegram": iso(yesterday + timedelta(days=1))})
+    bot.stop()
+    again = clock_bot(clock, morning_digest="07:30")  # a second start that day: sent already
+    more_reminder_polls(again.runtime, 3)
+    assert len(digests(fake)) == 1
+
+
+def test_no_digest_is_made_up_at_a_first_start_or_one_before_the_days_time(fake, clock_bot, workspace):
+    clock = Clock()
+    today = clock().astimezone(BERLIN).date()
+    set_clock(clock, datetime(today.year, today.month, today.day, 10, 0, tzinfo=BERLIN))
+    first = clock_bot(clock, morning_digest="07:30")  # never sent before: nothing is known to be missed
+    more_reminder_polls(first.runtime, 3)
+    first.stop()
+    set_clock(clock, datetime(today.year, today.month, today.day, 6, 0, tzinfo=BERLIN) + timedelta(days=1))
+    workspace.write_json(
+        DIGESTS_SENT,
+        {"telegram": iso(datetime(today.year, today.month, today.day, 7, 30, tzinfo=BERLIN) - timedelta(days=3))},
+    )
+    second = clock_bot(clock, morning_digest="07:30")  # 06:00: today's is still to come, older ones are let go
+    more_reminder_polls(second.runtime, 3)
+    assert digests(fake) == []

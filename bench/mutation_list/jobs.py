@@ -323,6 +323,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_clock_jumps.py", "test_jobs_by_hand.py"),
     ),
     Mutation(
+        "digest-missed-not-made-up",
+        f"{BOT}/conversation/jobs.py",
+        "        if self.last is not None and self.last.astimezone(UTC) < today <= now:",
+        "        if False:",
+        "the morning digest is never sent on a day the bot was down at its time and started later that day",
+        ("test_clock_jumps.py",),
+    ),
+    Mutation(
         "serve-chat-approver-not-the-home-channels",
         f"{BOT}/conversation/job_router.py",
         "        return jobs.ask_owner if jobs is not None else None",

@@ -32,6 +32,7 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.inbox.item import InboxPayload
 from assistant_framework.jobs import Job
+from assistant_framework.schedules import from_iso, to_iso
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.conversation.approvals import Answer
@@ -44,6 +45,8 @@ from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
+#: When each channel's last morning digest sent was due: a start later that day sends a missed one.
+DIGESTS_SENT = "state/digests-sent.json"
 STOP_SECONDS = 10.0  # for the scheduler's thread to end when the last channel stops
 FINISH_SECONDS = 2.0  # then for a reminder or digest being sent to be sent and marked
 
@@ -229,7 +232,33 @@ class JobRouter:
         async def send(context: object) -> None:
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(digest.send(), loop))
 
-        self._digests[channel] = DailyJob(self._queue, send, digest.at, _digest_name(channel), self._clock).start()
+        self._digests[channel] = DailyJob(
+            self._queue,
+            send,
+            digest.at,
+            _digest_name(channel),
+            self._clock,
+            last=self._digest_sent().get(channel),
+            ran=lambda due: self._digest_was_sent(channel, due),
+        ).start()
+
+    def _digest_sent(self) -> dict[str, datetime]:
+        """When each channel's last digest sent was due (``DIGESTS_SENT``); {} when unknown or unreadable."""
+        try:
+            kept = self.runtime.workspace.read_json(DIGESTS_SENT, default={})
+        except (OSError, ValueError) as err:
+            log.warning("jobs: %s could not be read (%s); a digest missed today is not made up", DIGESTS_SENT, err)
+            return {}
+        if not isinstance(kept, dict):
+            return {}
+        return {name: moment for name, value in kept.items() if (moment := from_iso(str(value))) is not None}
+
+    def _digest_was_sent(self, channel: str, due: datetime) -> None:
+        kept = {name: to_iso(moment) for name, moment in self._digest_sent().items()}
+        try:
+            self.runtime.workspace.write_json(DIGESTS_SENT, {**kept, channel: to_iso(due)})
+        except OSError as err:  # a full disk: the digest went out; a restart today may send it again
+            log.warning("jobs: %s could not be written: %s", DIGESTS_SENT, err)
 
     def digest_due(self, channel: str) -> datetime | None:
         """When ``channel``'s next morning digest is sent; None when it has none here."""

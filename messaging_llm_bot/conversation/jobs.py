@@ -67,6 +67,14 @@ def next_daily(at: dtime, now: datetime) -> datetime:
     return candidate
 
 
+def today_at(at: dtime, now: datetime) -> datetime:
+    """The instant of wall time ``at`` (in ``at.tzinfo``, default UTC) on ``now``'s local date, in UTC; a time
+    the clocks skip that night is read as ``next_daily`` reads it."""
+    zone = at.tzinfo or UTC
+    local = now.astimezone(zone)
+    return datetime.combine(local.date(), at.replace(tzinfo=None), tzinfo=zone).astimezone(UTC)
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -78,6 +86,10 @@ class DailyJob:
     Each run is planned from the instant the previous one was due (``next_daily``): a time inside the
     hour the clocks go back runs once (PTB's ``run_daily``, a cron trigger, ran it in both), and a timer
     that fires a little early does not run it a second time. ``clock`` is injectable for tests.
+
+    ``last``: when the last run that ended was due (kept by the caller across restarts, ``ran`` is told each
+    one). A start later the same local day than a time not run yet (the process was down at 07:30) runs it
+    now, once; an earlier day's is let go. None (never run): nothing is made up.
     """
 
     job_queue: Any
@@ -86,10 +98,18 @@ class DailyJob:
     name: str
     clock: Callable[[], datetime] = _utc_now
     due: datetime | None = None
+    last: datetime | None = None
+    ran: Callable[[datetime], None] | None = None
 
     def start(self) -> DailyJob:
-        """Plan the first run."""
-        self._plan(self.clock())
+        """Plan the first run: today's now when it was missed, else the next one."""
+        now = self.clock().astimezone(UTC)
+        today = today_at(self.at, now)
+        if self.last is not None and self.last.astimezone(UTC) < today <= now:
+            self.due = today
+            self.job_queue.run_once(self._run, when=0, name=self.name)
+        else:
+            self._plan(now)
         return self
 
     def _plan(self, after: datetime) -> None:
@@ -102,6 +122,8 @@ class DailyJob:
         # The next run first, so a failing callback does not end the schedule.
         self._plan(max(now, due.astimezone(UTC)) if due is not None else now)
         await self.callback(context)
+        if self.ran is not None and due is not None:
+            self.ran(due)
 
 
 #: The longest a wait for a wall-clock time sleeps before it reads the wall clock again.
