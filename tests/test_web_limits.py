@@ -276,6 +276,47 @@ def test_bodies_trickled_without_a_token_do_not_lock_the_owner_out(tmp_path, cap
     assert "Traceback" not in caplog.text
 
 
+def test_kept_alive_connections_asking_for_the_stylesheet_do_not_lock_the_owner_out(tmp_path):
+    """As many kept-alive connections as the cap, each asking for the stylesheet (open to anyone) every 0.3 s: each
+    was pushed out only after waiting 0.5 s for its next request, so none ever was, and the owner's connection
+    stayed in the backlog (a read timeout; fails so without the push-out by age, checked). The oldest connection
+    waiting between its requests makes room."""
+    site = start_site(tmp_path, web={"max_connections": 8})
+    stop = threading.Event()
+
+    def chatty() -> None:
+        sock = socket.create_connection(("127.0.0.1", site.server.port), timeout=5)
+        sock.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                sock.sendall(_request("GET", "/static/style.css", {}, keep_alive=True))
+            except OSError:  # pushed out: it comes back at once
+                sock.close()
+                sock = socket.create_connection(("127.0.0.1", site.server.port), timeout=5)
+                sock.settimeout(0.05)
+                continue
+            try:
+                while sock.recv(65536):
+                    pass
+            except OSError:
+                pass
+            time.sleep(0.3)
+        sock.close()
+
+    threads = [threading.Thread(target=chatty, daemon=True) for _ in range(8)]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(1.5)  # every connection has asked a few times
+        reply = requests.get(f"{site.base}/api/usage", headers=BEARER, timeout=10)
+        assert reply.status_code == 200
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        site.close()
+
+
 def test_the_cap_leaves_descriptors_to_the_bot():
     assert connection_cap(64, 1024) == 64
     assert connection_cap(64, 180) == 180 - FD_RESERVE

@@ -209,11 +209,14 @@ class _HeadStream(tornado.iostream.IOStream):
 class GuardedHTTPServer(tornado.httpserver.HTTPServer):
     """Tornado's server with a connection cap, a screen before the body, and a calm accept loop.
 
-    At the cap, a new connection pushes out the connection that has waited longest on its client: for a
-    request's headers (a slow or idle one) or for the rest of a request's body (a body sent a byte a second,
-    which needs no token: a sign-in form, a webhook's unsigned POST), so slow sockets cannot lock the owner
-    out; one that has waited less than ``PUSH_OUT_AFTER_SECONDS`` is not pushed out (new ones wait in the
-    backlog); only when every connection's request is being handled is the new one answered 503 and closed.
+    At the cap, a new connection pushes out the oldest connection (by when it was accepted) of those waiting on
+    their client: for a request's headers (a slow or idle one, or a kept-alive one between its requests) or for
+    the rest of a request's body (a body sent a byte a second, which needs no token: a sign-in form, a webhook's
+    unsigned POST), so slow or chatty sockets cannot lock the owner out. Its age counts, not how long it has
+    waited now: a kept-alive connection sending a small request every few tenths of a second never waited long
+    and held its place for ever. One accepted less than ``PUSH_OUT_AFTER_SECONDS`` ago is not pushed out (new
+    ones wait in the backlog); only when every connection's request is being handled is the new one answered
+    503 and closed.
     """
 
     limits: ServerLimits
@@ -223,7 +226,8 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
     def guard(self, limits: ServerLimits, screen: Screen, security_headers: dict[str, str]) -> None:
         """Set the bounds (call once, before ``add_sockets``)."""
         self.limits, self.screen, self.security_headers = limits, screen, security_headers
-        # Connections waiting on their client (a request's head, or the rest of its body), since when: oldest first.
+        self._accepted: dict[HTTP1ServerConnection, float] = {}  # every live connection: when it was accepted
+        # The connections waiting on their client (a request's head, or the rest of its body): when accepted.
         self._waiting: dict[HTTP1ServerConnection, float] = {}
         self.closer = _Closer()
         self._accept_trouble = _Reporter(60.0)
@@ -234,39 +238,39 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
         return sum(1 for conn in self._connections if not conn.stream.closed())
 
     def push_out_wait(self) -> float:
-        """Seconds until a new connection may be accepted: 0 below the cap, or when the one waiting longest on
+        """Seconds until a new connection may be accepted: 0 below the cap, or when the oldest one waiting on
         its client has had its time, or when none waits (the new one is answered 503)."""
         if self._live() < self.limits.max_connections:
             return 0.0
-        since = next(iter(self._waiting.values()), None)
+        since = min(self._waiting.values(), default=None)
         return 0.0 if since is None else max(0.0, since + PUSH_OUT_AFTER_SECONDS - time.monotonic())
 
     def handle_stream(self, stream: tornado.iostream.IOStream, address: Any) -> None:
         if self._live() >= self.limits.max_connections:
-            victim = next(iter(self._waiting), None)
+            victim = min(self._waiting, key=self._waiting.__getitem__, default=None)
             if victim is None:
                 busy = Refusal(503, "Service Unavailable", "the page is busy; try again", (("Retry-After", "5"),))
                 self.closer.answer(stream, raw_response(busy, self.security_headers, json_body=False))
                 return
             del self._waiting[victim]
+            self._accepted.pop(victim, None)
             victim.stream.close()  # its descriptor is free at once; Tornado forgets it when its loop ends
         super().handle_stream(stream, address)
         # Waiting from the start: until its first request's headers are in, it may be pushed out.
-        self._waiting.update((conn, time.monotonic()) for conn in self._connections if conn.stream is stream)
+        now = time.monotonic()
+        for conn in self._connections:
+            if conn.stream is stream:
+                self._accepted[conn] = self._waiting[conn] = now
 
     def start_request(self, server_conn: object, request_conn: tornado.httputil.HTTPConnection) -> Any:
-        if server_conn not in self._waiting:  # waiting for the next request's headers: the newest one waiting
-            self._waiting[server_conn] = time.monotonic()  # type: ignore[index]
+        if server_conn in self._accepted:  # waiting for the next request's headers (again: kept alive)
+            self._waiting[server_conn] = self._accepted[server_conn]
         return _Screened(self, server_conn, request_conn, super().start_request(server_conn, request_conn))
 
     def on_close(self, server_conn: object) -> None:
         self._waiting.pop(server_conn, None)  # type: ignore[call-overload]
+        self._accepted.pop(server_conn, None)  # type: ignore[call-overload]
         super().on_close(server_conn)
-
-    def reading_body(self, server_conn: object) -> None:
-        """Its headers are in: from now it waits for its body (the newest one waiting)."""
-        self._waiting.pop(server_conn, None)  # type: ignore[call-overload]
-        self._waiting[server_conn] = time.monotonic()  # type: ignore[index]
 
     def busy(self, server_conn: object) -> None:
         """Its request is being handled (or refused): it no longer waits on its client."""
@@ -363,8 +367,7 @@ class _Screened(tornado.httputil.HTTPMessageDelegate):
         assert isinstance(start_line, tornado.httputil.RequestStartLine)
         peer = str(getattr(getattr(self.request_conn, "context", None), "remote_ip", ""))
         refusal = self.server.screen(start_line, headers, peer)
-        if refusal is None:
-            self.server.reading_body(self.server_conn)
+        if refusal is None:  # it waits on its client for its body still: busy once the body is in (finish)
             return self.inner.headers_received(start_line, headers)
         self.server.busy(self.server_conn)
         log.info("%d %s %s (refused from its headers)", refusal.status, start_line.method, start_line.path[:200])

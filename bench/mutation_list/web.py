@@ -89,10 +89,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "listener-slow-body-holds",
         f"{AF}/web/limits.py",
-        "            self.server.reading_body(self.server_conn)\n",
-        "            self.server.busy(self.server_conn)\n",
+        "            return self.inner.headers_received(start_line, headers)",
+        "            return self.server.busy(self.server_conn) or self.inner.headers_received(start_line, headers)",
         "a body sent a byte at a time holds its connection: a flood of them locks every listener",
         ("test_web_limits.py", "test_hooks.py"),
+    ),
+    Mutation(
+        "listener-push-out-by-wait",
+        f"{AF}/web/limits.py",
+        "            self._waiting[server_conn] = self._accepted[server_conn]",
+        "            self._waiting[server_conn] = time.monotonic()",
+        "a kept-alive connection asking something small every few tenths of a second is never pushed out",
+        ("test_web_limits.py",),
     ),
     Mutation(
         "listener-log-unbounded",
