@@ -317,6 +317,36 @@ def test_kept_alive_connections_asking_for_the_stylesheet_do_not_lock_the_owner_
         site.close()
 
 
+def test_clients_that_ask_and_never_read_do_not_lock_the_owner_out(tmp_path, caplog):
+    """More connections than the cap, each sending hundreds of requests for the stylesheet (open to anyone) at once
+    and reading none of the answers, with a small receive buffer: the server worked through each one's requests
+    and then waited on its write for ever, busy at every instant, and the owner got 503 (fails so without the
+    check of pending writes and pipelined requests, checked). Such a connection is pushed out like one waiting
+    to send."""
+    site = start_site(tmp_path, web={"max_connections": 8})
+    held: list[socket.socket] = []
+    try:
+        for _ in range(12):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+            sock.connect(("127.0.0.1", site.server.port))
+            sock.setblocking(False)
+            try:
+                for _ in range(2000):
+                    sock.send(_request("GET", "/static/style.css", {}, keep_alive=True))
+            except BlockingIOError:
+                pass  # the server stopped reading: its answers wait for this client
+            held.append(sock)
+        time.sleep(limits.PUSH_OUT_AFTER_SECONDS + 0.5)
+        for _ in range(3):
+            assert requests.get(f"{site.base}/api/usage", headers=BEARER, timeout=5).status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+        site.close()
+    assert "Traceback" not in caplog.text
+
+
 def test_the_cap_leaves_descriptors_to_the_bot():
     assert connection_cap(64, 1024) == 64
     assert connection_cap(64, 180) == 180 - FD_RESERVE

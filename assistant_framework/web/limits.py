@@ -210,13 +210,14 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
     """Tornado's server with a connection cap, a screen before the body, and a calm accept loop.
 
     At the cap, a new connection pushes out the oldest connection (by when it was accepted) of those waiting on
-    their client: for a request's headers (a slow or idle one, or a kept-alive one between its requests) or for
-    the rest of a request's body (a body sent a byte a second, which needs no token: a sign-in form, a webhook's
-    unsigned POST), so slow or chatty sockets cannot lock the owner out. Its age counts, not how long it has
-    waited now: a kept-alive connection sending a small request every few tenths of a second never waited long
-    and held its place for ever. One accepted less than ``PUSH_OUT_AFTER_SECONDS`` ago is not pushed out (new
-    ones wait in the backlog); only when every connection's request is being handled is the new one answered
-    503 and closed.
+    their client: for a request's headers (a slow or idle one, or a kept-alive one between its requests), for
+    the rest of a request's body (a body sent a byte a second, which needs no token: a sign-in form, a
+    webhook's unsigned POST), to read an answer, or with its next requests already in (a client that pipelines
+    requests and reads nothing kept its connection busy for ever), so slow or chatty sockets cannot lock the
+    owner out. Its age counts, not how long it has waited now: a kept-alive connection sending a small request
+    every few tenths of a second never waited long and held its place for ever. One accepted less than
+    ``PUSH_OUT_AFTER_SECONDS`` ago is not pushed out (new ones wait in the backlog); only when every
+    connection's request is being handled is the new one answered 503 and closed.
     """
 
     limits: ServerLimits
@@ -242,17 +243,26 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
         its client has had its time, or when none waits (the new one is answered 503)."""
         if self._live() < self.limits.max_connections:
             return 0.0
-        since = min(self._waiting.values(), default=None)
+        since = min(self._on_client().values(), default=None)
         return 0.0 if since is None else max(0.0, since + PUSH_OUT_AFTER_SECONDS - time.monotonic())
+
+    def _on_client(self) -> dict[HTTP1ServerConnection, float]:
+        """The connections waiting on their client, when each was accepted: for a request's head or body, for the
+        client to read what was written (its answer not yet taken by the socket), or sending requests before
+        reading the answers (pipelined requests already in, which no browser or HTTP library sends: the server
+        would work through them one by one, busy at every instant)."""
+        reading = {conn: at for conn, at in self._accepted.items() if _pushing(conn.stream)}
+        return reading | self._waiting
 
     def handle_stream(self, stream: tornado.iostream.IOStream, address: Any) -> None:
         if self._live() >= self.limits.max_connections:
-            victim = min(self._waiting, key=self._waiting.__getitem__, default=None)
+            waiting = self._on_client()
+            victim = min(waiting, key=waiting.__getitem__, default=None)
             if victim is None:
                 busy = Refusal(503, "Service Unavailable", "the page is busy; try again", (("Retry-After", "5"),))
                 self.closer.answer(stream, raw_response(busy, self.security_headers, json_body=False))
                 return
-            del self._waiting[victim]
+            self._waiting.pop(victim, None)
             self._accepted.pop(victim, None)
             victim.stream.close()  # its descriptor is free at once; Tornado forgets it when its loop ends
         super().handle_stream(stream, address)
@@ -345,6 +355,12 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
 
         loop.add_handler(sock, accept, IOLoop.READ)
         return remove
+
+
+def _pushing(stream: tornado.iostream.IOStream) -> bool:
+    """An answer waits for the client to read it, or the client's next requests wait in the buffer (the stream's
+    ``_read_buffer_size``: Tornado keeps no public count of it)."""
+    return stream.writing() or stream._read_buffer_size > 0
 
 
 class _Screened(tornado.httputil.HTTPMessageDelegate):

@@ -103,6 +103,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_web_limits.py",),
     ),
     Mutation(
+        "listener-unread-answer-holds",
+        f"{AF}/web/limits.py",
+        "        reading = {conn: at for conn, at in self._accepted.items() if _pushing(conn.stream)}",
+        "        reading: dict[HTTP1ServerConnection, float] = {}",
+        "a client that asks and never reads its answers holds its connection for ever: a few lock every listener",
+        ("test_web_limits.py",),
+    ),
+    Mutation(
         "listener-log-unbounded",
         f"{BOT}/channels/listener.py",
         "        logbudget.install(loggers=self.loggers)",
