@@ -265,3 +265,15 @@ def test_no_digest_is_made_up_at_a_first_start_or_one_before_the_days_time(fake,
     second = clock_bot(clock, morning_digest="07:30")  # 06:00: today's is still to come, older ones are let go
     more_reminder_polls(second.runtime, 3)
     assert digests(fake) == []
+
+
+def test_a_digest_sent_today_is_not_sent_again_after_a_restart_with_the_clock_set_back(fake, clock_bot, workspace):
+    clock = Clock()
+    today = clock().astimezone(BERLIN).date()
+    sent = datetime(today.year, today.month, today.day, 7, 30, tzinfo=BERLIN)
+    workspace.write_json(DIGESTS_SENT, {"telegram": iso(sent)})  # today's went out at 07:30
+    set_clock(clock, sent - timedelta(minutes=30))  # then the clock was set back to 07:00, and the bot restarted
+    bot = clock_bot(clock, morning_digest="07:30")
+    router = job_router(bot.runtime)
+    due = fake.wait_for(lambda: router.digest_due("telegram"))
+    assert due == sent + timedelta(days=1)

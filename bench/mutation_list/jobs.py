@@ -331,6 +331,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_clock_jumps.py",),
     ),
     Mutation(
+        "digest-planned-before-the-last-sent",
+        f"{BOT}/conversation/jobs.py",
+        "            self._plan(max(now, self.last.astimezone(UTC)) if self.last is not None else now)",
+        "            self._plan(now)",
+        "a restart after the clock was set back past today's digest sends today's digest a second time",
+        ("test_clock_jumps.py",),
+    ),
+    Mutation(
         "serve-chat-approver-not-the-home-channels",
         f"{BOT}/conversation/job_router.py",
         "        return jobs.ask_owner if jobs is not None else None",

@@ -108,8 +108,8 @@ class DailyJob:
         if self.last is not None and self.last.astimezone(UTC) < today <= now:
             self.due = today
             self.job_queue.run_once(self._run, when=0, name=self.name)
-        else:
-            self._plan(now)
+        else:  # after the last one, also when the clock was set back since: it is not run a second time
+            self._plan(max(now, self.last.astimezone(UTC)) if self.last is not None else now)
         return self
 
     def _plan(self, after: datetime) -> None:
