@@ -6,6 +6,7 @@ the feed fails. A cursor an older version keyed by the whole URL is taken over a
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from pathlib import Path
 
@@ -102,3 +103,40 @@ def test_a_secret_calendar_urls_token_and_password_stay_out_of_its_errors(tmp_pa
     stored = "\n".join(p.read_text("latin-1") for p in ws.root.rglob("*") if p.is_file())
     for secret in (TOKEN, PASSWORD, KEY):
         assert secret not in said and secret not in stored, secret
+
+
+def test_a_calendar_url_that_ends_in_its_token_names_nothing_by_it(tmp_path):
+    """iCloud's and Nextcloud's shared calendars end in their secret (``/published/2/<token>``,
+    ``/public-calendars/<token>?export``). Given without a name, the source was named by that last segment: the
+    token was in the files of six places of the workspace (events, upcoming.md, the source's file name, the
+    collector's state, its runs, the memory index), in the command's output and in every backup."""
+    icloud_token = "MTIzNDU2Nzg5MDEyMzQ1Nj7aQxYz9kLmP"
+    nextcloud_token = "aB3dE5fG7hJ9kL2m"
+    with StaticHTTPServer() as srv:
+        srv.add(f"/published/2/{icloud_token}", (FIXTURES / "work.ics").read_bytes(), content_type="text/calendar")
+        srv.add(f"/dav/public-calendars/{nextcloud_token}", (FIXTURES / "family.ics").read_bytes())
+        gone = srv.url(f"/published/2/{icloud_token}x")
+        config = tmp_path / "config"
+        (config / "collectors").mkdir(parents=True)
+        (config / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
+        sources = [
+            srv.url(f"/published/2/{icloud_token}"),
+            srv.url(f"/dav/public-calendars/{nextcloud_token}?export"),
+            gone,
+        ]
+        (config / "collectors" / "calendar.json").write_text(json.dumps({"enabled": True, "sources": sources}))
+        ws = Workspace(tmp_path / "ws")
+        # What an older version kept the iCloud source's events in: the token in the file's name.
+        older = f"collectors/calendar/sources/{icloud_token}-{hashlib.sha256(sources[0].encode()).hexdigest()[:8]}.json"
+        ws.write_json(older, {"name": older, "events": []})
+        run = assistant("collectors", "run", "calendar", "--config", str(config), "--workspace", str(ws.root))
+        host = srv.url("/").rstrip("/")
+    said = run.stdout + run.stderr
+    assert "HTTP 404" in said and ws.read_json("collectors/calendar/events.json"), said  # fetched, one failed
+    backup = assistant("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
+    assert backup.returncode == 0, backup.stderr
+    archive = gzip.decompress((tmp_path / "b.tar.gz").read_bytes()).decode("latin-1")
+    stored = "\n".join(p.as_posix() + "\n" + p.read_text("latin-1") for p in ws.root.rglob("*") if p.is_file())
+    for secret in (icloud_token, nextcloud_token):
+        assert secret not in stored and secret not in archive and secret not in said, secret
+    assert f"({host}/…)" in said, said  # the failing one named by its host

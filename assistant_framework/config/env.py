@@ -96,6 +96,11 @@ def url_without_secrets(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def looks_like_token(text: str) -> bool:
+    """True for a long run of letters and digits (16 or more, a digit among them), as tokens are; not for a word."""
+    return bool(_TOKEN_LIKE.match(text))
+
+
 def _key_names_a_secret(key: str) -> bool:
     return bool(key) and SECRET_KEY.search(key) is not None
 

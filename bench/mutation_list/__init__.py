@@ -67,6 +67,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("messaging_llm_bot/ops", "cli_ops"),
     ("Makefile", "cli_ops"),
     ("skills", "skills"),
+    ("collectors", "jobs"),
     ("tests", "cli_ops"),
 )
 

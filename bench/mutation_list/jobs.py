@@ -370,4 +370,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a collector's runs.jsonl grows without bound (11 MB a year at a 10-minute interval)",
         ("test_collectors_runner.py",),
     ),
+    Mutation(
+        "calendar-named-by-token",
+        "collectors/calendar/__init__.py",
+        '    return tail if dot and stem and not looks_like_token(stem) else ""',
+        "    return tail",
+        "an iCloud or Nextcloud calendar URL's token names its source: in the workspace's files and every backup",
+        ("test_collectors_rss_secrets.py",),
+    ),
+    Mutation(
+        "calendar-token-file-kept",
+        "collectors/calendar/__init__.py",
+        '        if older != source["name"]:',
+        "        if False:",
+        "the file an older version named by a calendar URL's token stays in the workspace and its backups",
+        ("test_collectors_rss_secrets.py",),
+    ),
 )

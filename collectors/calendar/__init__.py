@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
 from assistant_framework.collectors.spec import CollectorConfig, CollectorRegistration, CollectorResult, SourceReport
+from assistant_framework.config.env import looks_like_token
 from assistant_framework.json_types import JsonObject
 from assistant_framework.redaction import redact_text
 from assistant_framework.workspace import Workspace
@@ -93,12 +94,32 @@ def source_list(config: CollectorConfig) -> list[CalendarSource]:
     taken: set[str] = set()
     for source in out:
         where = source.get("path") or source.get("url", "")
-        name = source.get("name") or f"{Path(where.split('?', 1)[0]).stem or 'calendar'}-{_short_hash(where)}"
+        stem = Path(where.split("?", 1)[0]).stem if "path" in source else Path(_url_file(where)).stem
+        name = source.get("name") or f"{stem or 'calendar'}-{_short_hash(where)}"
         if name in taken:
             name = f"{name}-{_short_hash(where)}"
         taken.add(name)
         source["name"] = name
     return out
+
+
+def _url_file(url: str) -> str:
+    """The file name a URL ends in (``basic.ics``), shown and used for a source's name; "" when its last segment
+    is no file name or looks like a token: iCloud's and Nextcloud's shared calendars end in their secret
+    (``/published/2/<token>``, ``/public-calendars/<token>?export``), which would be in every file it names."""
+    tail = urlsplit(url).path.rsplit("/", 1)[-1]
+    stem, dot, _ = tail.rpartition(".")
+    return tail if dot and stem and not looks_like_token(stem) else ""
+
+
+def _drop_token_named_file(workspace: Workspace, source: CalendarSource) -> None:
+    """The file an older version kept a URL's source in, named by the URL's last segment (a token, for iCloud
+    and Nextcloud): deleted, so the token leaves the workspace and its backups."""
+    url = source.get("url")
+    if url and not _url_file(url):
+        older = f"{Path(url.split('?', 1)[0]).stem or 'calendar'}-{_short_hash(url)}"
+        if older != source["name"]:
+            workspace.delete(f"{SOURCES}/{_file_name(older)}.json")
 
 
 def _short_hash(text: str) -> str:
@@ -127,10 +148,11 @@ def _label(source: CalendarSource) -> str:
         return f"{source['name']} ({source['path']})"
     # Secret calendar URLs carry their token in the path or query: show host and file name only.
     url = urlsplit(str(source.get("url", "")))
-    tail = url.path.rsplit("/", 1)[-1]
+    tail = _url_file(str(source.get("url", "")))
     host = url.hostname or ""
     where = f"{host}:{url.port}" if url.port else host  # never the user:password@ of the netloc
-    return f"{source['name']} ({url.scheme}://{where}/{'…/' if url.path.count('/') > 1 else ''}{tail})"
+    shown = f"{'…/' if url.path.count('/') > 1 else ''}{tail}" if tail else "…"
+    return f"{source['name']} ({url.scheme}://{where}/{shown})"
 
 
 def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None = None) -> CollectorResult:
@@ -147,6 +169,8 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
     start, end = window(now, days)
     timeout = float(config.get("fetch_timeout_seconds", 20))
     sources = source_list(config)
+    for source in sources:
+        _drop_token_named_file(workspace, source)
     previous = workspace.read_json(f"{BASE}/events.json", default=[]) or []
     today = start.date().isoformat()
     events: list[CalendarEvent] = []
