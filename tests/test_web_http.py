@@ -143,6 +143,22 @@ def test_token_link_sets_a_strict_httponly_cookie_and_drops_the_token_from_the_a
     assert page.status_code == 200 and "blue bicycle" in page.text
 
 
+def test_behind_a_tls_proxy_the_cookies_are_secure(site):
+    """Reached over HTTPS through a proxy (``X-Forwarded-Proto: https``), the session cookie and the sign-in
+    form's cookie are ``Secure``: without it the browser sends them in the clear to ``http://`` at the same name,
+    where anyone on the way reads the session (they were never Secure: fails without the flag, checked). Over
+    plain HTTP on loopback they stay without it, or the browser would not send them back."""
+    https = {"X-Forwarded-Proto": "https"}
+    signed_in = requests.get(f"{site.base}/memory?token={WEB_TOKEN}", headers=https, allow_redirects=False)
+    assert signed_in.status_code == 302
+    assert "Secure" in signed_in.headers["Set-Cookie"] and "HttpOnly" in signed_in.headers["Set-Cookie"]
+    form = requests.get(f"{site.base}/login", headers=https)
+    assert form.status_code == 200 and "assistant_web_login=" in form.headers["Set-Cookie"]
+    assert "Secure" in form.headers["Set-Cookie"]
+    plain = requests.get(f"{site.base}/memory?token={WEB_TOKEN}", allow_redirects=False)
+    assert "Secure" not in plain.headers["Set-Cookie"]
+
+
 def test_login_form_signs_in_and_needs_its_csrf_token(site):
     session = requests.Session()
     assert session.get(f"{site.base}/login").status_code == 200

@@ -181,8 +181,16 @@ class BaseHandler(tornado.web.RequestHandler):
         sid = new_session_id()
         if self.state.sessions is not None:
             self.state.sessions.add(sid)
-        self.set_signed_cookie(COOKIE_NAME, sid, expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/")
+        self.set_signed_cookie(COOKIE_NAME, sid, expires_days=SESSION_DAYS, **self._cookie_flags())
         self.clear_cookie(csrf.LOGIN_COOKIE, path="/")
+
+    def _cookie_flags(self) -> dict[str, Any]:
+        """The flags of the page's cookies: never readable by a script, never sent by another site, and
+        ``Secure`` when the browser reached the page over HTTPS (a TLS proxy's ``X-Forwarded-Proto``): a cookie
+        without it is sent in the clear to ``http://`` at the same name, where anyone on the way reads it."""
+        forwarded = self.request.headers.get("X-Forwarded-Proto", "").split(",")[-1].strip().lower()
+        secure = self.request.protocol == "https" or forwarded == "https"
+        return {"httponly": True, "samesite": "Strict", "path": "/", "secure": secure}
 
     # -- CSRF: form tokens bound to the session (csrf.py) -------------------------
 
@@ -199,12 +207,7 @@ class BaseHandler(tornado.web.RequestHandler):
             if pre is None and create:
                 pre = new_session_id()
                 self.set_signed_cookie(
-                    csrf.LOGIN_COOKIE,
-                    pre,
-                    expires_days=csrf.LOGIN_COOKIE_DAYS,
-                    httponly=True,
-                    samesite="Strict",
-                    path="/",
+                    csrf.LOGIN_COOKIE, pre, expires_days=csrf.LOGIN_COOKIE_DAYS, **self._cookie_flags()
                 )
             subject = f"login:{pre}" if pre else None
         self._csrf_subject_cache = subject

@@ -127,6 +127,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_hooks.py",),
     ),
     Mutation(
+        "web-cookie-not-secure",
+        f"{AF}/web/base.py",
+        'secure = self.request.protocol == "https" or forwarded == "https"',
+        'secure = self.request.protocol == "https"',
+        "behind a TLS proxy the session cookie is not Secure: a browser sends it in the clear to http://",
+        ("test_web_http.py",),
+    ),
+    Mutation(
         "web-long-head-dropped",
         f"{AF}/web/limits.py",
         "stream.on_long_head = self._answer_long_head",
