@@ -229,3 +229,54 @@ def test_two_bots_started_at_once_on_one_workspace_make_a_due_run_once(tmp_path,
         assert running.terminate() == 0
     assert sent_texts(fake, OWNER) == ["🗓 Tea"]
     assert [line["outcome"] for line in ws.read_jsonl(RUNS_FILE)] == ["delivered"]
+
+
+@pytest.mark.timeout(90)
+def test_a_reminder_set_in_a_turn_cut_by_a_kill_is_set_once_when_the_turn_runs_again(
+    tmp_path, bot_config, fake, chat_server
+):
+    ws = Workspace(tmp_path / "ws")
+    add = {"skill": "reminders", "args": {"action": "add", "text": "call mum", "in_minutes": 10}}
+    # The skill runs, then the bot is killed while the model words the answer.
+    chat_server.enqueue(json.dumps(add), {"content": json.dumps({"reply": "never sent: killed"}), "delay": 30})
+    config = config_for(tmp_path, bot_config, fake)
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.send_message("remind me in 10 minutes to call mum", user_id=OWNER)
+        assert chat_server.wait_for_requests(2, timeout=15, path="/chat/completions")
+        bot.kill()
+    assert [r["text"] for r in ReminderStore(ws).pending()] == ["call mum"]
+    chat_server.reset()
+    # The turn asked again after the restart: the model asks for the reminder again, in its own words.
+    again = {"skill": "reminders", "args": {"action": "add", "text": "Call Mum", "in_minutes": 10}}
+    chat_server.enqueue(json.dumps(again), json.dumps({"reply": "Done: in 10 minutes."}))
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: "Done: in 10 minutes." in sent_texts(fake, OWNER), timeout=20)
+        assert bot.terminate() == 0
+    assert [r["text"] for r in ReminderStore(ws).pending()] == ["call mum"]  # one reminder: it will come once
+    said = chat_server.chat_requests[-1]["messages"][-1]["content"]
+    assert "not made again" in json.dumps(said), said
+
+
+@pytest.mark.timeout(90)
+def test_a_job_added_in_a_turn_cut_by_a_kill_is_added_once_when_the_turn_runs_again(
+    tmp_path, bot_config, fake, chat_server
+):
+    ws = Workspace(tmp_path / "ws")
+    add = {"skill": "jobs", "args": {"action": "add", "name": "tea", "cron": "0 16 * * *", "message": "Tea time"}}
+    chat_server.enqueue(json.dumps(add), {"content": json.dumps({"reply": "never sent: killed"}), "delay": 30})
+    config = config_for(tmp_path, bot_config, fake)
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.send_message("every day at 4 tell me it's tea time", user_id=OWNER)
+        assert chat_server.wait_for_requests(2, timeout=15, path="/chat/completions")
+        bot.kill()
+    chat_server.reset()
+    again = {"skill": "jobs", "args": {"action": "add", "name": "Tea", "cron": "0 16 * * *", "message": "Tea!"}}
+    chat_server.enqueue(json.dumps(again), json.dumps({"reply": "Done: tea at four."}))
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: "Done: tea at four." in sent_texts(fake, OWNER), timeout=20)
+        assert bot.terminate() == 0
+    assert [row["name"] for row in ws.read_json(JOBS_FILE)] == ["tea"]  # one job: each run comes once

@@ -166,3 +166,27 @@ def done_at(earlier: Earlier, now: datetime) -> str:
     """When an earlier action was done, in ``now``'s zone: ``16:49`` today, else ``2026-12-03 16:49``."""
     moment = earlier.time.astimezone(now.tzinfo)
     return f"{moment:%H:%M}" if moment.date() == now.date() else f"{moment:%Y-%m-%d %H:%M}"
+
+
+def made_once(
+    workspace: Workspace,
+    path: str,
+    context: SkillContext | None,
+    action: Action,
+    make: Callable[[], tuple[str, JsonObject]],
+    noun: str,
+) -> str:
+    """A thing the bot will act on later (a reminder, a job) made once for the message the turn answers, in the
+    ledger ``path``: the turn run again after a crash makes no second one (it would alert or run twice), whatever
+    its words or its time this time ("in 10 minutes" asked again is a later moment). ``make()``: the sentence and
+    what the record keeps. Without a context (a direct call) it is made."""
+    if context is None:
+        return make()[0]
+
+    def said(done: Earlier) -> str:
+        at = done_at(done, datetime.now(UTC).astimezone())
+        if not done.finished:
+            return f"not made again: this {noun} was being made at {at} when the bot stopped; list them to see it"
+        return f"not made again: this {noun} was made at {at} for this message: {done.record.get('result', '')}"
+
+    return ActionLedger(workspace, path).once(turn_run(context), action, make, said)

@@ -339,6 +339,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_clock_jumps.py",),
     ),
     Mutation(
+        "reminders-added-twice-on-replay",
+        "skills/reminders/__init__.py",
+        '    return made_once(workspace, ADDED, context, _adding(args), add, "reminder")',
+        "    return add()[0]",
+        "a reminder asked for in a turn a crash cut off is set again by the replay: it alerts twice",
+        ("test_jobs_crash.py",),
+    ),
+    Mutation(
         "serve-chat-approver-not-the-home-channels",
         f"{BOT}/conversation/job_router.py",
         "        return jobs.ask_owner if jobs is not None else None",

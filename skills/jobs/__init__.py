@@ -10,6 +10,7 @@ from assistant_framework.jobs import CATCH_UP, Job, JobError, JobRow, JobStore, 
 from assistant_framework.jobs.job import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
 from assistant_framework.jobs.schedule import shortest_gap
 from assistant_framework.json_types import JsonObject
+from assistant_framework.skills.once import Action, made_once
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need
 from assistant_framework.workspace import Workspace
@@ -19,6 +20,8 @@ DESCRIPTION = (
 )
 CAPABILITIES = ["read", "write"]
 ACTIONS = ["add", "list", "update", "pause", "resume", "remove", "run_now"]
+#: Each job added, under the message its turn answers (assistant_framework/skills/once.py).
+ADDED = "state/jobs-added.jsonl"
 ARGS_SCHEMA = {
     "type": "object",
     "properties": {
@@ -69,12 +72,20 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
         fields["conversation_id"] = context.conversation_id if context is not None else ""
         _check_interval(fields, limits, zone.key, now)
         untrusted = context_untrusted(context)
-        job = store.add(fields, untrusted=untrusted, max_jobs=limits.max_jobs if limits is not None else None, now=now)
-        marked = f" ({MARKED})" if untrusted else ""
-        return (
-            f"job {job.id} {job.name!r} added{marked}: {job.schedule.describe()}, {job.kind} "
-            f"{job.text[:80]!r}; next run {describe_next(job, now)}"
-        )
+
+        def add() -> tuple[str, JsonObject]:
+            job = store.add(
+                fields, untrusted=untrusted, max_jobs=limits.max_jobs if limits is not None else None, now=now
+            )
+            marked = f" ({MARKED})" if untrusted else ""
+            said = (
+                f"job {job.id} {job.name!r} added{marked}: {job.schedule.describe()}, {job.kind} "
+                f"{job.text[:80]!r}; next run {describe_next(job, now)}"
+            )
+            return said, {"id": job.id}
+
+        # The turn run again after a crash adds no second job (each would run): the ledger of jobs added.
+        return made_once(workspace, ADDED, context, Action("add", "", fields, {"name": fields.get("name")}), add, "job")
     need(args, action, "id")
     if action == "update":
         changes = {

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from assistant_framework.json_types import JsonObject
+from assistant_framework.skills.once import Action, made_once
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need, outside_label
 from assistant_framework.stores import ReminderStore
@@ -71,9 +72,23 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     untrusted = context_untrusted(context)
     # The conversation it was set in: a Telegram forum topic's reminder is delivered in that topic.
     conversation = context.conversation_id if context is not None else ""
-    reminder = store.add(chat_id, args["text"], due, zone.key, untrusted=untrusted, conversation_id=conversation)
-    marked = f" ({MARKED})" if untrusted else ""
-    return f"reminder {reminder['id']} set for {due.strftime('%Y-%m-%d %H:%M')} {zone.key}: {reminder['text']}{marked}"
+
+    def add() -> tuple[str, JsonObject]:
+        reminder = store.add(chat_id, args["text"], due, zone.key, untrusted=untrusted, conversation_id=conversation)
+        marked = f" ({MARKED})" if untrusted else ""
+        when = f"{due.strftime('%Y-%m-%d %H:%M')} {zone.key}"
+        return f"reminder {reminder['id']} set for {when}: {reminder['text']}{marked}", {"id": reminder["id"]}
+
+    return made_once(workspace, ADDED, context, _adding(args), add, "reminder")
+
+
+#: Each reminder added, under the message its turn answers: the turn run again after a crash sets none twice.
+ADDED = "state/reminders-added.jsonl"  # not under reminders/: memory indexes that folder
+
+
+def _adding(args: SkillArgs) -> Action:
+    """A reminder added, as the ledger matches it: the turn's nth add is its nth, whatever its words."""
+    return Action("add", "", {key: args.get(key) for key in ("text", "at", "in_minutes")}, {"text": args.get("text")})
 
 
 def local_time(text: str, zone: ZoneInfo) -> datetime:
