@@ -234,6 +234,18 @@ def test_two_mails_of_a_turn_replayed_in_the_other_order_each_go_once(tmp_path, 
     assert [m["Subject"] for m in smtp.messages] == ["Sat", "Sat", "PS"]
 
 
+def test_turns_without_a_message_each_send_and_a_repeat_within_one_does_not(tmp_path, smtp):
+    """A served client's turn answers no message (``message_id`` None) and is never run again: its records match
+    only its own calls. The same call twice in it sends once; another such turn, the same mail, sends again."""
+    workspace = Workspace(tmp_path / "ws")
+    args = {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "I'll come."}
+    one = owner_context(smtp)
+    assert SKILL.run(workspace, dict(args), one).startswith("sent to")
+    assert SKILL.run(workspace, dict(args), one).startswith("not sent again")
+    assert SKILL.run(workspace, dict(args), owner_context(smtp)).startswith("sent to")
+    assert len(smtp.messages) == 2
+
+
 def test_a_refused_send_can_be_tried_again(tmp_path, smtp):
     """Refused (nothing reached the server): recorded failed, matching nothing. The same run tries again and
     sends; the replay of that run, one call, sends nothing."""

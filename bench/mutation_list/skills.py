@@ -319,6 +319,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_once_replay.py", "test_mail_skill.py", "test_calendar_skill.py"),
     ),
     Mutation(
+        "once-messageless-turns-share-scope",
+        f"{AF}/skills/once.py",
+        '        return TurnRun(f"turn:{context.actions.token}", context.actions)',
+        '        return TurnRun("turn:", context.actions)',
+        "a served client's mail is never sent again by a later turn without a message: the first one's record answers",
+        ("test_mail_skill.py",),
+    ),
+    Mutation(
         "once-refused-blocks-retry",
         f"{AF}/skills/once.py",
         ' if not any(r.get("status") == FAILED for r in found)}',
