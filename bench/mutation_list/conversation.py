@@ -451,4 +451,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a channel's section.py without its RECORD stops every command with an AttributeError's traceback",
         ("test_registration_refused.py",),
     ),
+    Mutation(
+        "reminders-one-timer-across-a-clock-jump",
+        f"{BOT}/conversation/jobs.py",
+        "job._handle = loop.call_later(min(left, self.recheck_seconds), wake)",
+        "job._handle = loop.call_later(left, wake)",
+        "a reminder or digest due while the laptop slept (or the clock stepped ahead) is sent hours late",
+        ("test_clock_jumps.py",),
+    ),
+    Mutation(
+        "digest-missed-not-made-up",
+        f"{BOT}/conversation/jobs.py",
+        "        if self.last is not None and self.last.astimezone(UTC) < today <= now:",
+        "        if False:",
+        "the morning digest is never sent on a day the bot was down at its time and started later that day",
+        ("test_clock_jumps.py",),
+    ),
+    Mutation(
+        "digest-planned-before-the-last-sent",
+        f"{BOT}/conversation/jobs.py",
+        "            self._plan(max(now, self.last.astimezone(UTC)) if self.last is not None else now)",
+        "            self._plan(now)",
+        "a restart after the clock was set back past today's digest sends today's digest a second time",
+        ("test_clock_jumps.py",),
+    ),
 )

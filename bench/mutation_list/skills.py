@@ -487,4 +487,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a reused built-in is not in sys.modules after a reload: its relative imports at call time fail",
         ("test_plugin_import.py", "test_skills_manager.py"),
     ),
+    Mutation(
+        "reminders-added-twice-on-replay",
+        "skills/reminders/__init__.py",
+        '    return made_once(workspace, ADDED, context, _adding(args), add, "reminder")',
+        "    return add()[0]",
+        "a reminder asked for in a turn a crash cut off is set again by the replay: it alerts twice",
+        ("test_jobs_crash.py",),
+    ),
 )
