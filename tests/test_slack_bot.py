@@ -367,6 +367,20 @@ def test_an_approval_answered_by_a_reply_still_works(running: Running) -> None:
     assert not (running.workspace / "notes/important.md").exists()
 
 
+def test_an_answer_sent_again_by_slack_is_no_new_message(running: Running) -> None:
+    """Slack sends an event again until it heard 200 in time (``X-Slack-Retry-Num``). The owner's "yes" answered
+    the open question; its retry found none open and went to the model as a new message "yes" (a third model
+    request without the note of answers taken, checked). The event id now counts as taken, whatever it was."""
+    dm, before, question = _asked_to_delete(running)
+    event = running.slack.dm(OWNER, "yes")
+    assert running.slack.deliver(event).status_code == 200
+    assert "Confirmed: doing it." in _answered(running, dm, before, question)
+    asked, said = len(running.model.chat_requests), running.bot.run_log().count("came again; answered once")
+    assert running.slack.deliver(event, retry_num=1).status_code == 200
+    wait_until(lambda: running.bot.run_log().count("came again; answered once") > said, what="the retry passed over")
+    assert len(running.model.chat_requests) == asked
+
+
 def test_a_signed_slash_command_is_answered_in_the_chat_it_was_typed_in(running: Running) -> None:
     """A registered command comes as a signed form; it is acknowledged with an empty 200 and answered by a message
     in that chat through the shared command path, by no model; an owner-only one typed in a channel is refused

@@ -174,6 +174,23 @@ def test_the_same_message_id_twice_is_answered_once(running: Running) -> None:
     assert len(model.chat_requests) == 1
 
 
+def test_a_command_delivered_again_runs_once(running: Running) -> None:
+    """The same signed payload twice (Meta sends it again until it heard 200; or a recorded POST replayed): a
+    message was taken once by the inbox, but a command in it ran again, answered twice (fails so without the
+    note of commands taken, checked). Its message id now counts as taken, whatever the message was."""
+    graph = running.graph
+    payload = graph.message_event(OWNER, graph.inbound(OWNER, "text", {"body": "/twice"}))
+    before = len(graph.texts(OWNER))
+    assert graph.deliver(payload) == 200
+    wait_until(lambda: len(graph.texts(OWNER)) > before, what="the answer to /twice")
+    assert graph.deliver(payload) == 200
+    after = graph.message_event(OWNER, graph.inbound(OWNER, "text", {"body": "/after"}))
+    assert graph.deliver(after) == 200  # the next command: answered, after the one sent again
+    wait_until(lambda: any("/after" in t for t in graph.texts(OWNER)[before:]), what="the answer to /after")
+    answers = graph.texts(OWNER)[before:]
+    assert sum("Unknown command /twice." in t for t in answers) == 1, answers
+
+
 def test_a_stranger_gets_a_pairing_code_once_and_reaches_no_model(running: Running) -> None:
     graph, model = running.graph, running.model
     model.reset()

@@ -118,6 +118,14 @@ class Inbox:
                         self._seen.record(item.source_id, item.fingerprint)
         return results
 
+    def note(self, source_id: str) -> None:
+        """Remember a message handled at once without an item (a command answered, a question's answer), so the
+        same delivery again is known to ``seen``."""
+        source_id = str(source_id)
+        with self._accepting, self._lock:
+            if not self._seen.known(source_id):
+                self._seen.record(source_id, "")
+
     @property
     def unsynced(self) -> bool:
         """True while something ``accept_many(synced=False)`` wrote waits for ``sync_accepted``."""

@@ -62,6 +62,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_slack_bot.py",),
     ),
     Mutation(
+        "slack-answer-retry-is-a-message",
+        "messaging_llm_bot/channels/slack/intake.py",
+        "            await self.intake.handled_now(msg.event_id)",
+        "            pass",
+        "Slack's retry of the owner's yes reaches the model as a new message",
+        ("test_slack_bot.py",),
+    ),
+    Mutation(
         "slack-timestamp-unchecked",
         "messaging_llm_bot/channels/slack/webhook.py",
         "    return abs(now - int(timestamp)) <= MAX_AGE_SECONDS",

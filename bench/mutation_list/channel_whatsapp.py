@@ -6,6 +6,14 @@ from mutation_list.common import KIT_TELEGRAM_SIGNAL_WHATSAPP, WHATSAPP, WHATSAP
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
+        "whatsapp-replay-runs-again",
+        "messaging_llm_bot/channels/whatsapp/intake.py",
+        "        if await self.intake.came_before(msg.message_id):",
+        "        if False:",
+        "a command (or a yes) in a payload Meta sends again, or a recorded POST replayed, runs again",
+        ("test_whatsapp_bot.py",),
+    ),
+    Mutation(
         "whatsapp-signature-unchecked",
         "messaging_llm_bot/channels/whatsapp/webhook.py",
         "        if not signed(webhook.app_secret(), body, self.request.headers.get(SIGNATURE_HEADER)):",

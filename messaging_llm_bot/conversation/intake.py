@@ -82,6 +82,23 @@ class ChannelIntake:
     def inbox(self) -> Inbox:
         return self.turns.inbox
 
+    async def came_before(self, source_id: str) -> bool:
+        """The platform's message ``source_id`` was taken before (stored, or handled at once: ``handled_now``): a
+        webhook's delivery again (its sender's retry, or a recorded request replayed) is handled no second time,
+        nor is an old "yes" taken for the answer to the question open now."""
+        if not await asyncio.to_thread(self.inbox.seen, source_id):
+            return False
+        log.info("%s: %s came again; answered once", self.turns.channel, source_id)
+        return True
+
+    async def handled_now(self, source_id: str) -> None:
+        """Note a message handled without the inbox (a command, the answer to a question) as taken, for
+        ``came_before``. A disk that cannot note it costs the once-check, not the command."""
+        try:
+            await asyncio.to_thread(self.inbox.note, source_id)
+        except OSError as err:
+            log.warning("%s: could not note %s as taken (%s); handled anyway", self.turns.channel, source_id, err)
+
     async def over_limit(self, chat: Hashable, say: Say) -> None:
         """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered, not stored; the chat is told
         once per backlog."""

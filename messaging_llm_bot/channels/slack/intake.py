@@ -100,8 +100,11 @@ class SlackIntake:
                 addressed=True,
             )
             return True
+        if await self.intake.came_before(msg.event_id):  # Slack's retry of an event taken (X-Slack-Retry-Num)
+            return True
         owner = config.is_owner(msg.user)
         if owner and msg.direct and host.channel.resolve(question_key(to), msg.text):
+            await self.intake.handled_now(msg.event_id)  # its retry is no new message
             return True  # the answer to an open yes/no question, not a new message
         arrival = Arrival(
             msg.event_id, msg.conversation, msg.to_payload(), msg.user, owner, msg.text, msg.ts, joinable(msg)

@@ -2,8 +2,9 @@
 code at most once an hour, or their number once with pairing off; nothing of theirs is stored or reaches the
 model), the window noted (the user wrote: free-form messages may go to them for 24 hours, and replies held for
 them go out now), the answer to an open yes/no question, ``/stop`` at once, the other commands in the chat's
-order; then the durable inbox (the message id taken once: Meta sends an event again until it heard 200) and a
-turn in the chat's queue.
+order; then the durable inbox and a turn in the chat's queue. A message id is taken once, whatever it was (Meta
+sends an event again until it heard 200, and a recorded POST can be sent again): a command or an answer is noted
+as taken too (``ChannelIntake.handled_now``), so it runs once.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class WhatsAppIntake:
         if not config.allows(msg.sender):
             await self.refuse(msg)
             return True
+        if await self.intake.came_before(msg.message_id):  # Meta's retry, or a recorded POST replayed
+            return True
         say = functools.partial(host.turns.say, Address(msg.sender))
         chat = conversation_of(msg.sender)
         owner = config.is_owner(msg.sender)
@@ -65,9 +68,11 @@ class WhatsAppIntake:
         host.channel.last_message[msg.sender] = msg.message_id
         self.release_held(msg.sender)
         if msg.kind == "text" and host.channel.resolve(msg.sender, msg.text):
+            await self.intake.handled_now(msg.message_id)
             return True  # the answer to an open yes/no question, not a new message
         text = msg.text.strip()
         if msg.kind == "text" and text.startswith("/") and len(text) > 1:
+            await self.intake.handled_now(msg.message_id)
             decline = functools.partial(host.channel.questions.decline_all, msg.sender)  # its open question: a no
             await self.intake.command(msg.text, chat, say, owner=owner, owner_data=owner, decline=decline)
             return True
