@@ -42,24 +42,31 @@ def mail_config(smtp: FakeSMTPServer) -> dict:
 
 
 class ReplayingModel:
-    """The model of a turn that makes one call, then answers ``reply``: the nth run of the turn (the first, the
-    replay after the kill) writes ``calls[n]``. The first run's answer after the call waits for ``release``,
-    so the bot is killed with the action done and the turn not finished."""
+    """The model of a turn that makes its calls one after the other, then answers ``reply``: the nth run of the
+    turn (the first, the replay after the kill) writes ``calls[n]`` (a call, or a list of calls). The first
+    run's answer after its first call waits for ``release``, so the bot is killed with the action done and the
+    turn not finished."""
 
-    def __init__(self, skill: str, calls: list[dict], reply: str) -> None:
-        self.skill, self.calls, self.reply = skill, calls, reply
-        self.runs = 0
+    def __init__(self, skill: str, calls: list, reply: str) -> None:
+        self.skill, self.reply = skill, reply
+        self.calls = [one if isinstance(one, list) else [one] for one in calls]
+        self.runs = self.step = 0
         self.results: list[str] = []
         self.release = threading.Event()
 
     def __call__(self, request: dict) -> str:
         last = str(request["messages"][-1]["content"])
+        run = self.calls[min(self.runs, len(self.calls)) - 1] if self.runs else []
         if f"Result of skill '{self.skill}'" not in last:
-            self.runs += 1
-            return json.dumps({"skill": self.skill, "args": self.calls[min(self.runs, len(self.calls)) - 1]})
+            self.runs, self.step = self.runs + 1, 0
+            run = self.calls[min(self.runs, len(self.calls)) - 1]
+            return json.dumps({"skill": self.skill, "args": run[0]})
         self.results.append(last)
         if len(self.results) == 1:
             self.release.wait(30)  # the first run is killed while it waits here
+        self.step += 1
+        if self.step < len(run):
+            return json.dumps({"skill": self.skill, "args": run[self.step]})
         return json.dumps({"reply": self.reply})
 
 
@@ -72,10 +79,12 @@ def run_killed_turn(
     done: Callable[[FakeBotAPI], object],
     *,
     confirm: bool = False,
+    decline_later: bool = False,
 ) -> list[str]:
     """The owner's ``text`` answered by the real bot: killed once ``done(fake)`` (the outside server has it), started
-    again, the turn replayed to its end. ``confirm``: the owner confirms the first run's question. The owner's
-    chat as sent, in order."""
+    again, the turn replayed to its end. ``confirm``: the owner confirms the first run's question;
+    ``decline_later``: declines a question of the replay (else the replay stops there). The owner's chat as sent,
+    in order."""
     with FakeBotAPI() as fake, FakeChatServer() as server:
         server.set_handler(model)
         runner = {"name": "fake", "base_url": server.base_url, "model": "fake-model", "timeout_seconds": 60}
@@ -92,11 +101,15 @@ def run_killed_turn(
             model.release.set()
             bot.start().wait_ready()
             asked = len(_questions(fake))
+
+            def replied() -> bool:
+                return any(model.reply in t for t in sent_texts(fake, OWNER))
+
             # The replay ends with the model's reply, or stops at a question no one here answers.
-            fake.wait_for(
-                lambda: any(model.reply in t for t in sent_texts(fake, OWNER)) or len(_questions(fake)) > asked,
-                timeout=30,
-            )
+            fake.wait_for(lambda: replied() or len(_questions(fake)) > asked, timeout=30)
+            if decline_later and not replied():
+                _press(fake, ":no")
+                fake.wait_for(replied, timeout=30)
             chat = sent_texts(fake, OWNER)
             assert bot.terminate() == 0
         return chat
@@ -104,6 +117,17 @@ def run_killed_turn(
 
 def _questions(fake: FakeBotAPI) -> list[dict]:
     return [c for c in fake.calls("sendMessage") if str(c["params"].get("text", "")).startswith(QUESTION)]
+
+
+def _press(fake: FakeBotAPI, ending: str) -> None:
+    """The owner presses the button ending in ``ending`` under the newest question."""
+    markup = _questions(fake)[-1]["params"]["reply_markup"]
+    markup = json.loads(markup) if isinstance(markup, str) else markup
+    data = next(
+        b["callback_data"] for row in markup["inline_keyboard"] for b in row if b["callback_data"].endswith(ending)
+    )
+    message = [m for m in fake.messages(OWNER) if m.get("text", "").startswith(QUESTION)][-1]
+    fake.callback_query(OWNER, data, message["message_id"])
 
 
 @pytest.mark.timeout(120)
@@ -145,6 +169,39 @@ def test_the_owner_who_confirmed_before_the_kill_is_not_asked_again(tmp_path, bo
     assert [t for t in chat if t.startswith(QUESTION)] == [chat[0]]  # the first run's question only
     assert any("Mailed Anna." in t for t in chat)
     assert len(smtp.messages) == 1 and "not sent again" in model.results[-1]
+
+
+@pytest.mark.timeout(120)
+def test_a_replayed_call_beyond_what_the_first_run_did_still_asks(tmp_path, bot_config, smtp):
+    """The replay mails Anna in other words (answered from the record, nobody asked), then Bob, a mail the first
+    run never sent: that one asks the owner, who declines, and Bob gets nothing. Only a call that does nothing
+    goes unasked."""
+    model = ReplayingModel(
+        "mail",
+        [
+            {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "Yes, I'll come!"},
+            [
+                {"action": "send", "to": "anna@example.org", "subject": "Sat", "body": "Count me in."},
+                {"action": "send", "to": "bob@example.org", "subject": "Sat", "body": "I'll be at the party."},
+            ],
+        ],
+        "Done.",
+    )
+    extra = {"mail": mail_config(smtp)}
+    chat = run_killed_turn(
+        tmp_path,
+        bot_config,
+        model,
+        extra,
+        "mail Anna that I'll come",
+        lambda fake: smtp.messages,
+        confirm=True,
+        decline_later=True,
+    )
+    questions = [t for t in chat if t.startswith(QUESTION)]
+    assert len(questions) == 2 and "bob@example.org" in questions[1] and "anna@" not in questions[1]
+    assert smtp.recipients == [["anna@example.org"]]
+    assert any("Done." in t for t in chat)
 
 
 # -- the calendar: Radicale ------------------------------------------------------------------------

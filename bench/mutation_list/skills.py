@@ -327,6 +327,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_mail_skill.py",),
     ),
     Mutation(
+        "once-target-ignored",
+        f"{AF}/skills/once.py",
+        '                and row.get("target") == action.target',
+        "                and True",
+        "the replay's mail to Bob, which the first run never sent, is taken for its mail to Anna: unsent, unasked",
+        ("test_once_replay.py", "test_mail_skill.py"),
+    ),
+    Mutation(
         "once-refused-blocks-retry",
         f"{AF}/skills/once.py",
         ' if not any(r.get("status") == FAILED for r in found)}',
