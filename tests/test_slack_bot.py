@@ -336,9 +336,15 @@ def _answered(running: Running, dm: str, before: int, question: dict) -> str:
     slack = running.slack
     wait_until(lambda: any("Handled." in m["text"] for m in slack.posted(dm)[before:]), what="the reply")
     assert len(running.model.chat_requests) == 2  # the call, then the answer after it: the owner's word is no turn
-    [shown] = [m for m in slack.posted(dm) if m["ts"] == question["ts"]]
-    assert not [b for b in shown["blocks"] if b["type"] == "actions"]  # answered: no buttons left
-    return shown["text"]
+
+    def shown() -> dict:
+        [message] = [m for m in slack.posted(dm) if m["ts"] == question["ts"]]
+        return message
+
+    # The question is updated after the turn has its answer (approvals.ask_with_buttons): under load the reply can
+    # come first, so its update is waited for, not assumed.
+    wait_until(lambda: not [b for b in shown()["blocks"] if b["type"] == "actions"], what="the buttons removed")
+    return shown()["text"]
 
 
 def test_an_approval_is_buttons_only_the_owner_can_press(running: Running) -> None:
