@@ -14,6 +14,7 @@ is private (0600 files, 0700 folders), whatever the archive says.
 from __future__ import annotations
 
 import errno
+import gzip
 import os
 import shutil
 import stat
@@ -269,7 +270,20 @@ def check_members(
             )
         if len(members) > max_members:
             raise BackupError(f"the archive holds more than {max_members} files: refused, nothing written")
+    _read_to_end(tar, max(limit - total, tarfile.RECORDSIZE))
     return ArchivePlan(members, total, disk)
+
+
+def _read_to_end(tar: tarfile.TarFile, room: int) -> None:
+    """Read the stream past tar's end marker to its end (at most ``room`` bytes more), so gzip checks its CRC:
+    tar stops before gzip's trailer, and a bit flipped on the way restored damaged files as if whole."""
+    try:
+        while chunk := tar.fileobj.read(min(1 << 20, room + 1)) if tar.fileobj else b"":
+            room -= len(chunk)
+            if room < 0:
+                raise BackupError("the archive goes on past its last file, over the limit of a restore: refused")
+    except gzip.BadGzipFile as exc:
+        raise BackupError(f"the archive is damaged ({exc}): refused, nothing written") from None
 
 
 def _free_disk(target: Path) -> tuple[Path, int]:

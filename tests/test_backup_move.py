@@ -7,11 +7,13 @@ job it had, the message it had taken and not yet answered) and sends nothing the
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import stat
 import subprocess
 import tarfile
+import zlib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pytest
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
 from assistant_framework.workspace import Workspace
+from tests.cli_inprocess import run_cli
 from tests.crash_bot import REPO, BotProcess, sent_texts, write_bot_config
 
 OWNER = 1
@@ -261,3 +264,53 @@ def test_restore_json_says_where_the_workspace_and_the_previous_one_are(tmp_path
     assert again.returncode == 0, again.stderr
     previous = Path(json.loads(again.stdout)["previous"])
     assert previous.parent == tmp_path / "new" / "backups" and (previous / "notes" / "new.md").read_text() == "# New\n"
+
+
+def test_a_damaged_archive_is_refused_not_restored_with_damaged_files(tmp_path: Path) -> None:
+    """A copy damaged on its way (one bit flipped on a USB stick, in the data or in gzip's checksum) was restored
+    as if whole: tar stops at its end marker, before gzip's trailer, so the checksum was never read, and the
+    flipped bit became wrong bytes in a note or a task, said nowhere. Each is refused now, nothing written."""
+    import random
+
+    words = random.Random(7)
+    ws = Workspace(tmp_path / "ws")
+    for n in range(40):
+        ws.write_text(f"tasks/t{n:02d}.md", " ".join(f"{words.getrandbits(32):08x}" for _ in range(400)))
+    made = assistant("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
+    assert made.returncode == 0, made.stderr
+    whole = (tmp_path / "b.tar.gz").read_bytes()
+    body = len(whole) - 8  # gzip's trailer: the CRC-32, then the length
+    flips = [int(body * share / 20) for share in range(2, 20)] + [len(whole) - 6]  # the data, and the CRC itself
+    checked = 0
+    for at in flips:
+        damaged = bytearray(whole)
+        damaged[at] ^= 0x01
+        if _unpacks_to(bytes(damaged)) == _unpacks_to(whole):
+            continue  # a bit deflate never reads (a code no byte uses): nothing is damaged
+        checked += 1
+        (tmp_path / "damaged.tar.gz").write_bytes(bytes(damaged))
+        target = tmp_path / f"restored-{at}"
+        argv = ("restore", str(tmp_path / "damaged.tar.gz"), "--workspace", str(target))
+        result = assistant(*argv) if at == flips[-1] else run_cli(*argv)  # the real command once, the rest in-process
+        assert result.returncode == 2, (at, result.stdout)
+        assert "nothing" in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert not target.exists() and not [p for p in (tmp_path / "backups").glob("*")]
+    assert checked >= 10
+
+
+def _unpacks_to(archive: bytes) -> bytes | None:
+    try:
+        return gzip.decompress(archive)
+    except (OSError, EOFError, zlib.error):
+        return None
+
+
+def test_what_follows_the_last_file_is_read_within_the_limit(tmp_path: Path) -> None:
+    """Reading on to gzip's checksum is bounded too: 2 MiB of zeros after tar's end marker, under --max-size 1M."""
+    archive = _archive(tmp_path)
+    padded = tmp_path / "padded.tar.gz"
+    padded.write_bytes(gzip.compress(gzip.decompress(archive.read_bytes()) + bytes(2 * 1024**2)))
+    result = run_cli("restore", str(padded), "--workspace", str(tmp_path / "r"), "--max-size", "1M")
+    assert result.returncode == 2 and "past its last file" in result.stderr, result.stderr
+    assert not (tmp_path / "r").exists()
+    assert run_cli("restore", str(padded), "--workspace", str(tmp_path / "r"), "--max-size", "3M").returncode == 0
