@@ -116,7 +116,7 @@ def test_moved_to_a_new_machine_the_bot_recalls_what_it_knew_and_sends_nothing_t
     made = assistant("backup", "--workspace", str(old.root), "--out", str(tmp_path), "--json")
     assert made.returncode == 0, made.stderr
     archive = Path(json.loads(made.stdout)["path"])
-    traced = assistant(
+    traced = run_cli(
         "backup", "--workspace", str(old.root), "--out", str(tmp_path / "traced.tar.gz"), "--include-traces"
     )
     assert traced.returncode == 0, traced.stderr
@@ -168,7 +168,7 @@ def test_moved_to_a_new_machine_the_bot_recalls_what_it_knew_and_sends_nothing_t
         ]
     ), after
     assert Inbox(new).pending() == []
-    found = assistant("memory", "search", "locker", "--workspace", str(new_root), "--config", str(config), "--json")
+    found = run_cli("memory", "search", "locker", "--workspace", str(new_root), "--config", str(config), "--json")
     assert found.returncode == 0, found.stderr
     assert "4711" in found.stdout
 
@@ -176,7 +176,7 @@ def test_moved_to_a_new_machine_the_bot_recalls_what_it_knew_and_sends_nothing_t
 def _archive(tmp_path: Path) -> Path:
     ws = Workspace(tmp_path / "old" / "workspace")
     ws.write_text("notes/groceries.md", "# Groceries\neggs\n")
-    made = assistant("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
+    made = run_cli("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
     assert made.returncode == 0, made.stderr
     return tmp_path / "b.tar.gz"
 
@@ -253,14 +253,14 @@ def test_restore_json_says_where_the_workspace_and_the_previous_one_are(tmp_path
     """`restore` had no --json (backup has): a script could not learn where the previous workspace went."""
     archive = _archive(tmp_path)
     target = tmp_path / "new" / "workspace"
-    first = assistant("restore", str(archive), "--workspace", str(target), "--json")
+    first = run_cli("restore", str(archive), "--workspace", str(target), "--json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout) == {"workspace": str(target), "previous": None}
     (target / "notes" / "new.md").write_text("# New\n")
-    refused = assistant("restore", str(archive), "--workspace", str(target), "--json")
+    refused = run_cli("restore", str(archive), "--workspace", str(target), "--json")
     assert refused.returncode == 2 and refused.stdout == ""
     assert "pass --force" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
-    again = assistant("restore", str(archive), "--workspace", str(target), "--json", "--force")
+    again = run_cli("restore", str(archive), "--workspace", str(target), "--json", "--force")
     assert again.returncode == 0, again.stderr
     previous = Path(json.loads(again.stdout)["previous"])
     assert previous.parent == tmp_path / "new" / "backups" and (previous / "notes" / "new.md").read_text() == "# New\n"
