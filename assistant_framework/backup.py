@@ -13,6 +13,7 @@ is private (0600 files, 0700 folders), whatever the archive says.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import os
@@ -26,6 +27,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from assistant_framework.hints import CLI
+from assistant_framework.inbox.fsync import fsync_path
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace, existing_workspace
 from assistant_framework.workspace.inuse import WorkspaceBusyError, exclusive
 from assistant_framework.workspace.private import DIR_MODE, FILE_MODE, make_private_dirs, tighten
@@ -139,7 +141,11 @@ def backup(
                     if added is not None:
                         files += 1
                         total += added
+        # On the disk before the command says it is written: a USB stick pulled out at once still holds it.
+        fsync_path(partial)
         os.replace(partial, target)
+        with contextlib.suppress(OSError):  # a file system that cannot sync a folder still has the file synced
+            fsync_path(target.parent)
     finally:
         partial.unlink(missing_ok=True)
     return BackupResult(target, files, total, links, secrets)

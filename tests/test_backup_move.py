@@ -314,3 +314,25 @@ def test_what_follows_the_last_file_is_read_within_the_limit(tmp_path: Path) -> 
     assert result.returncode == 2 and "past its last file" in result.stderr, result.stderr
     assert not (tmp_path / "r").exists()
     assert run_cli("restore", str(padded), "--workspace", str(tmp_path / "r"), "--max-size", "3M").returncode == 0
+
+
+def test_the_archive_is_on_the_disk_when_backup_says_it_is_written(tmp_path: Path, monkeypatch) -> None:
+    """`backup --out /media/usb`, then the stick pulled out as soon as the command is done: nothing was synced,
+    so the archive could still be in memory only, and the stick hold none or a torn one. Now the archive is
+    synced before it gets its name, and its folder after (what the calls are: the real fsync, recorded)."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    ws = Workspace(tmp_path / "ws")
+    ws.write_text("notes/groceries.md", "# Groceries\neggs\n")
+    stick = tmp_path / "usb"
+    stick.mkdir()
+    monkeypatch.setattr(os, "fsync", fsync)
+    result = run_cli("backup", "--workspace", str(ws.root), "--out", str(stick), "--json")
+    assert result.returncode == 0, result.stderr
+    archive = Path(json.loads(result.stdout)["path"])
+    assert synced[-2:] == [str(stick / f".{archive.name}.partial"), str(stick)], synced

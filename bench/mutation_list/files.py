@@ -184,6 +184,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         BACKUP,
     ),
     Mutation(
+        "backup-not-synced",
+        f"{AF}/backup.py",
+        "        fsync_path(partial)",
+        "        pass",
+        "backup says the archive is written while it may be in memory only (a USB stick pulled out loses it)",
+        (*BACKUP, "test_backup_move.py"),
+    ),
+    Mutation(
         "restore-crc-unchecked",
         f"{AF}/backup.py",
         "    _read_to_end(tar, max(limit - total, tarfile.RECORDSIZE))",
