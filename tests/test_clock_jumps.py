@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from assistant_framework.jobs import JOBS_FILE, RUNS_FILE, JobStore
 from assistant_framework.schedules import to_iso
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.conversation.job_router import DIGESTS_SENT, job_router
@@ -277,3 +277,19 @@ def test_a_digest_sent_today_is_not_sent_again_after_a_restart_with_the_clock_se
     router = job_router(bot.runtime)
     due = fake.wait_for(lambda: router.digest_due("telegram"))
     assert due == sent + timedelta(days=1)
+
+
+def test_a_daily_job_written_by_hand_keeps_its_zone_when_runtime_timezone_changes(fake, clock_bot, workspace):
+    # A daily 07:30 written without a zone is Berlin's at its first look; restarted in New York it stays 07:30
+    # Berlin (one run a day at the same instant), not 07:30 in New York, six hours later.
+    clock = Clock()
+    workspace.write_json(JOBS_FILE, [{"name": "news", "cron": "30 7 * * *", "message": "News"}])
+    first = clock_bot(clock)
+    next_look(first, fake)
+    first.stop()
+    second = clock_bot(clock, timezone="America/New_York")
+    next_look(second, fake)
+    [job] = JobStore(workspace, "America/New_York").jobs()[0]
+    assert job.schedule.tz == "Europe/Berlin"
+    following = job.next_run(clock())
+    assert following is not None and f"{following.astimezone(BERLIN):%H:%M}" == "07:30"

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from assistant_framework.json_types import JsonObject
+from assistant_framework.skills.support import context_now
 from assistant_framework.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def made_once(
         return make()[0]
 
     def said(done: Earlier) -> str:
-        at = done_at(done, datetime.now(UTC).astimezone())
+        at = done_at(done, context_now(context))
         if not done.finished:
             return f"not made again: this {noun} was being made at {at} when the bot stopped; list them to see it"
         return f"not made again: this {noun} was made at {at} for this message: {done.record.get('result', '')}"

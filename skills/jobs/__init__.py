@@ -65,27 +65,7 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
         rows += [{"broken_row": problem} for problem in problems]
         return rows or "no jobs yet"
     if action == "add":
-        need(args, action, "name")
-        fields = _fields(args, zone.key)
-        fields["chat_id"] = context.chat_id if context is not None else None
-        # Where it was made: a job made in a Telegram forum topic of the owner's chat runs in that topic.
-        fields["conversation_id"] = context.conversation_id if context is not None else ""
-        _check_interval(fields, limits, zone.key, now)
-        untrusted = context_untrusted(context)
-
-        def add() -> tuple[str, JsonObject]:
-            job = store.add(
-                fields, untrusted=untrusted, max_jobs=limits.max_jobs if limits is not None else None, now=now
-            )
-            marked = f" ({MARKED})" if untrusted else ""
-            said = (
-                f"job {job.id} {job.name!r} added{marked}: {job.schedule.describe()}, {job.kind} "
-                f"{job.text[:80]!r}; next run {describe_next(job, now)}"
-            )
-            return said, {"id": job.id}
-
-        # The turn run again after a crash adds no second job (each would run): the ledger of jobs added.
-        return made_once(workspace, ADDED, context, Action("add", "", fields, {"name": fields.get("name")}), add, "job")
+        return _add(workspace, store, args, context, limits, now)
     need(args, action, "id")
     if action == "update":
         changes = {
@@ -118,6 +98,37 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
         job = store.request_run(store.get(args["id"]).id, now)
         return f"job {job.id} {job.name!r} will run within a minute; its result arrives in this chat"
     raise JobError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+
+
+def _add(
+    workspace: Workspace,
+    store: JobStore,
+    args: SkillArgs,
+    context: SkillContext | None,
+    limits: JobsSettings | None,
+    now: datetime,
+) -> str:
+    """``add``: the job stored, once for the message the turn answers (the turn run again after a crash adds no
+    second job: each would run; the ledger of jobs added)."""
+    need(args, "add", "name")
+    zone = context_zone(context).key
+    fields = _fields(args, zone)
+    fields["chat_id"] = context.chat_id if context is not None else None
+    # Where it was made: a job made in a Telegram forum topic of the owner's chat runs in that topic.
+    fields["conversation_id"] = context.conversation_id if context is not None else ""
+    _check_interval(fields, limits, zone, now)
+    untrusted = context_untrusted(context)
+
+    def add() -> tuple[str, JsonObject]:
+        job = store.add(fields, untrusted=untrusted, max_jobs=limits.max_jobs if limits is not None else None, now=now)
+        marked = f" ({MARKED})" if untrusted else ""
+        said = (
+            f"job {job.id} {job.name!r} added{marked}: {job.schedule.describe()}, {job.kind} "
+            f"{job.text[:80]!r}; next run {describe_next(job, now)}"
+        )
+        return said, {"id": job.id}
+
+    return made_once(workspace, ADDED, context, Action("add", "", fields, {"name": fields.get("name")}), add, "job")
 
 
 def _fields(args: JsonObject, default_tz: str) -> JsonObject:
