@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from messaging_llm_bot.agent.history import HistoryStore, conversation_dir, message_chars, trim_history
+from messaging_llm_bot.agent.history import (
+    CACHED_CONVERSATIONS,
+    HistoryStore,
+    conversation_dir,
+    message_chars,
+    trim_history,
+)
 from messaging_llm_bot.agent.incoming import AgentMessage
 
 
@@ -112,3 +118,18 @@ def test_history_budget_tokens(bot_config, workspace):
 
     bot_config["runtime"]["history_budget_tokens"] = 100
     assert history_budget_chars(Settings.from_config(bot_config).runtime) == 400
+
+
+def test_histories_in_memory_are_bounded_and_one_left_out_is_read_from_its_file(
+    bot_config, workspace, chat_server, make_agent
+):
+    """A year of mail threads, topics and sessions: only the histories used last stay in memory (every one
+    was kept, up to about 30 kB each); a conversation used again after many others still has its history."""
+    agent = make_agent(bot_config, workspace)
+    agent.handle(AgentMessage("mail:first", "the dentist is on Friday at ten"))
+    for n in range(CACHED_CONVERSATIONS + 20):
+        agent.handle(AgentMessage(f"mail:thread-{n}", f"message {n}"))
+    assert len(agent.history._cache) <= CACHED_CONVERSATIONS
+    agent.handle(AgentMessage("mail:first", "when is the dentist?"))
+    request = chat_server.chat_requests[-1]["messages"]
+    assert any("the dentist is on Friday at ten" in str(m["content"]) for m in request[1:-1])

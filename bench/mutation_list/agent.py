@@ -487,4 +487,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the owner who confirmed a mail before a kill is asked again about the replay's, which sends nothing",
         ("test_once_replay.py",),
     ),
+    Mutation(
+        "history-cache-unbounded",
+        f"{BOT}/agent/history.py",
+        "            while len(self._cache) > CACHED_CONVERSATIONS:",
+        "            while False:",
+        "every conversation's history stays in memory for the life of the process (tens of MB after a year of"
+        " mail threads, topics and sessions)",
+        ("test_history.py",),
+    ),
 )

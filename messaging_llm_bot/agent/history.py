@@ -5,7 +5,8 @@ stays compact and byte-stable for prompt caching. The full log (L0) is the memor
 
 history.json is a derived cache of the conversation for the prompt: it is kept in memory per
 conversation (re-read only when the file's mtime, size or inode changes, e.g. the owner
-edited it) and replaced atomically without an fsync. Trade-off: after a power loss or kernel
+edited it; the ``CACHED_CONVERSATIONS`` used last, so a year of mail threads, topics and sessions does not
+keep every history in memory) and replaced atomically without an fsync. Trade-off: after a power loss or kernel
 crash (not a process crash) the last pairs may be missing from it, or the file may come back
 empty, which reads as an empty history; the L0 log under ``conversations/<id>/`` still holds
 every turn. A turn saves ~4 ms of disk flush inside the conversation lock.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 
@@ -24,6 +26,13 @@ from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.compaction import split_summary
 from messaging_llm_bot.llm.wire import Message
+
+#: Histories kept in memory: those of the conversations used last (a full one is about 30 kB; every conversation
+#: ever answered was kept: a mail thread, topic or session each, tens of MB after a year). The others are read
+#: from their file when used again.
+CACHED_CONVERSATIONS = 64
+
+_Cached = tuple[tuple[int, int, int] | None, list[Message], list[str] | None]
 
 
 def conversation_dir(conversation_id: str) -> str:
@@ -113,7 +122,7 @@ class HistoryStore:
         self.workspace = workspace
         # conversation id -> (file stamp, messages, their JSON lines or None): the file is read
         # again only when it changed, and each message is encoded once, not on every append.
-        self._cache: dict[str, tuple[tuple[int, int, int] | None, list[Message], list[str] | None]] = {}
+        self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_lock = threading.Lock()
         # One read-modify-write at a time: a turn's append and a background summary's write.
         self._write_lock = threading.RLock()
@@ -125,17 +134,29 @@ class HistoryStore:
         """The stored history (oldest first); an unreadable file counts as empty."""
         target = self.workspace.path(self._file(conversation_id))
         stamp = _stamp(target)
-        with self._cache_lock:
-            cached = self._cache.get(conversation_id)
+        cached = self._cached(conversation_id)
         if stamp is None:
             self._forget(conversation_id)
             return []
         if cached is not None and cached[0] == stamp:
             return [dict(m) for m in cached[1]]
         messages = self._read(conversation_id)
-        with self._cache_lock:
-            self._cache[conversation_id] = (stamp, messages, None)
+        self._keep(conversation_id, (stamp, messages, None))
         return [dict(m) for m in messages]
+
+    def _cached(self, conversation_id: str) -> _Cached | None:
+        with self._cache_lock:
+            cached = self._cache.get(conversation_id)
+            if cached is not None:
+                self._cache.move_to_end(conversation_id)
+            return cached
+
+    def _keep(self, conversation_id: str, entry: _Cached) -> None:
+        with self._cache_lock:
+            self._cache[conversation_id] = entry
+            self._cache.move_to_end(conversation_id)
+            while len(self._cache) > CACHED_CONVERSATIONS:
+                self._cache.popitem(last=False)  # the one used longest ago
 
     def _read(self, conversation_id: str) -> list[Message]:
         try:
@@ -193,8 +214,7 @@ class HistoryStore:
             head = split_summary(combined)[0]
             kept = len(history) - len(head)  # the newest messages after the summary
             dropped = combined[len(head) : len(combined) - kept]
-            with self._cache_lock:
-                cached = self._cache.get(conversation_id)
+            cached = self._cached(conversation_id)
             old_lines = (
                 cached[2] if cached is not None and cached[2] is not None and len(cached[2]) == len(old) else None
             )
@@ -213,8 +233,7 @@ class HistoryStore:
         target = self.workspace.write_text(
             self._file(conversation_id), f"[\n{body}\n]\n" if history else "[]\n", durable=False
         )
-        with self._cache_lock:
-            self._cache[conversation_id] = (_stamp(target), [dict(m) for m in history], lines)
+        self._keep(conversation_id, (_stamp(target), [dict(m) for m in history], lines))
 
     def summary_head(self, conversation_id: str) -> list[Message]:
         """The summary messages at the head of the history ([] for none)."""
