@@ -24,6 +24,14 @@ from mutation_list.common import (
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
+        "listener-log-unbounded",
+        f"{BOT}/channels/listener.py",
+        "        logbudget.install(loggers=self.loggers)",
+        "        logbudget.install(loggers=())",
+        "every forged webhook POST writes its lines to the bot's log: an outsider rolls the log over",
+        ("test_telegram_webhook.py",),
+    ),
+    Mutation(
         "approval-press-always-yes",
         f"{BOT}/conversation/approvals.py",
         '    return ALLOW_CONVERSATION if choice == "chat" else choice == "yes"',

@@ -7,6 +7,14 @@ from mutation_list.common import AF, BOT, HOOKS, JOB_ROUTING, JOBS, SERVE_CHAT, 
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
+        "hooks-log-unbounded",
+        f"{AF}/hooks/listener.py",
+        "        logbudget.install(loggers=(*logbudget.SERVER_LOGGERS, __name__))",
+        "        logbudget.install(loggers=())",
+        "every refused hook call writes its lines to the bot's log: an outsider rolls the log over",
+        ("test_hooks.py",),
+    ),
+    Mutation(
         "jobs-update-not-marked",
         f"{AF}/jobs/store.py",
         "            if untrusted:\n                mark_record(new)\n",

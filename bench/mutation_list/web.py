@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import AF, BOT, WEB, WEB_SKILLS_INSTALL, Mutation
+from mutation_list.common import AF, WEB, WEB_SKILLS_INSTALL, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- the web page (web/auth.py, web/screen.py, web/limits.py) --------------------------------------
@@ -109,22 +109,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        reading: dict[HTTP1ServerConnection, float] = {}",
         "a client that asks and never reads its answers holds its connection for ever: a few lock every listener",
         ("test_web_limits.py",),
-    ),
-    Mutation(
-        "listener-log-unbounded",
-        f"{BOT}/channels/listener.py",
-        "        logbudget.install(loggers=self.loggers)",
-        "        logbudget.install(loggers=())",
-        "every forged webhook POST writes its lines to the bot's log: an outsider rolls the log over",
-        ("test_telegram_webhook.py",),
-    ),
-    Mutation(
-        "hooks-log-unbounded",
-        f"{AF}/hooks/listener.py",
-        "        logbudget.install(loggers=(*logbudget.SERVER_LOGGERS, __name__))",
-        "        logbudget.install(loggers=())",
-        "every refused hook call writes its lines to the bot's log: an outsider rolls the log over",
-        ("test_hooks.py",),
     ),
     Mutation(
         "web-cookie-not-secure",
