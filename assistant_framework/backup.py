@@ -324,6 +324,11 @@ def restore(
     if not source.is_file():
         raise BackupError(f"{source}: no such archive")
     occupied = target.exists() and any(target.iterdir())
+    if occupied and not (target / WORKSPACE_MARKER).is_dir():  # a typo's folder, the checkout: not set aside
+        raise BackupError(
+            f"{target} is not a workspace (no {WORKSPACE_MARKER}/ folder) and not empty: nothing changed. Name the "
+            "workspace folder, or a new or empty one"
+        )
     if occupied and not force:
         raise BackupError(f"{target} exists and is not empty: pass --force to keep it aside and restore over it")
     if occupied and os.path.ismount(target):

@@ -30,10 +30,10 @@ API_KEY = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 ASSISTANT = str(REPO / ".venv" / "bin" / "assistant")
 
 
-def assistant(*argv: str, umask: int = 0o000) -> subprocess.CompletedProcess[str]:
+def assistant(*argv: str, umask: int = 0o000, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     """The real command in a subprocess, under a umask that keeps nothing private by itself."""
     return subprocess.run(
-        [ASSISTANT, *argv], capture_output=True, text=True, cwd=REPO, timeout=120, preexec_fn=lambda: os.umask(umask)
+        [ASSISTANT, *argv], capture_output=True, text=True, cwd=cwd, timeout=120, preexec_fn=lambda: os.umask(umask)
     )
 
 
@@ -336,3 +336,22 @@ def test_the_archive_is_on_the_disk_when_backup_says_it_is_written(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     archive = Path(json.loads(result.stdout)["path"])
     assert synced[-2:] == [str(stick / f".{archive.name}.partial"), str(stick)], synced
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_restore_over_a_folder_that_is_no_workspace_is_refused(tmp_path: Path, force: bool) -> None:
+    """`restore ... --workspace . --force` typed in the checkout, not in the workspace: the checkout (its code,
+    its config/local/ with the bot token) was moved into backups/ as "the previous workspace" and a workspace
+    put in its place. A folder that holds files but no state/ is refused, with and without --force."""
+    archive = _archive(tmp_path)
+    checkout = tmp_path / "assistant"
+    (checkout / "config" / "local").mkdir(parents=True)
+    (checkout / "config" / "local" / "telegram.json").write_text('{"token": "123:abc"}')
+    (checkout / "README.md").write_text("# The assistant\n")
+    before = _tree(checkout)
+    argv = ["restore", str(archive), "--workspace", ".", *(["--force"] if force else [])]
+    result = assistant(*argv, cwd=checkout) if force else run_cli(*argv, cwd=checkout)
+    assert result.returncode == 2, result.stdout
+    assert "is not a workspace" in result.stderr and "--force" not in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert _tree(checkout) == before and not (tmp_path / "backups").exists()

@@ -184,6 +184,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         BACKUP,
     ),
     Mutation(
+        "restore-replaces-any-folder",
+        f"{AF}/backup.py",
+        "    if occupied and not (target / WORKSPACE_MARKER).is_dir():",
+        "    if False:",
+        "restore --force with --workspace . in the checkout moves the whole checkout aside",
+        (*BACKUP, "test_backup_move.py"),
+    ),
+    Mutation(
         "backup-not-synced",
         f"{AF}/backup.py",
         "        fsync_path(partial)",
