@@ -2,10 +2,12 @@
 
 Left out: the search index (a cache rebuilt from the files), locks, logs, temp files, the secrets
 the bot keeps in ``state/`` (the web page's token, the webhook secret: both made again at the next
-start) and, unless asked for, traces (large, and rebuilt by use). The archive is written 0600.
+start) and, unless asked for, traces (large, and rebuilt by use). The archive is written 0600, its members
+0600/0700 whatever the files' modes, and synced before the command says it is written.
 
 Restore checks every member before writing anything (only files and folders under ``workspace/``; no
-link of any kind), bounds what it unpacks (a size limit, the free disk), refuses a workspace a bot or
+link of any kind) and reads the stream to gzip's checksum (a damaged copy is refused), bounds what it unpacks
+(a size limit, the free disk), refuses a folder that is no workspace and a workspace a bot or
 ``assistant web`` is using, extracts beside the target and swaps it in, so a failed restore changes
 nothing (an empty folder, a Docker volume's too, is unpacked into and filled in place). What it restores
 is private (0600 files, 0700 folders), whatever the archive says.
