@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from assistant_framework.jobs import JOBS_FILE, JobStore
 from assistant_framework.skills import SkillContext, SkillManager
+from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.workspace import Workspace
 from tests.skills_harness import NOW, err, ok
 
@@ -116,3 +117,27 @@ def test_at_is_local_time_and_must_be_a_real_date(manager: SkillManager, ctx: Sk
     bad = err(manager, "jobs", {"action": "add", "name": "y", "at": "2025-02-30 10:00", "message": "m"}, ctx)
     assert "YYYY-MM-DD HH:MM" in bad and "2026-12-24 09:00" in bad
     assert NOW.tzinfo is not None
+
+
+def test_an_add_the_turns_message_made_before_is_known_so_nobody_is_asked_and_none_is_made(
+    manager: SkillManager, ctx: SkillContext
+) -> None:
+    """The turn run again after a crash (a new run of the turn, the same message): its reminder and its job are
+    made before, so the gate asks the owner nothing (``done_before``) and the call makes none (``made_once``)."""
+    first = replace(ctx, message_id=7)
+    add_job = {"action": "add", "name": "bins", "cron": "0 19 * * 0", "message": "Bins out"}
+    add_reminder = {"action": "add", "text": "call mum", "in_minutes": 10}
+    skills = {name: manager.skills[name] for name in ("jobs", "reminders")}
+    workspace = Workspace(manager.workspace.root)
+    for name, args in (("jobs", add_job), ("reminders", add_reminder)):
+        assert skills[name].done_before is not None
+        assert not skills[name].done_before(workspace, args, first)
+        ok(manager, name, args, first)
+    replay = replace(ctx, message_id=7, actions=type(ctx.actions)())  # the same message, a new run of the turn
+    other = replace(ctx, message_id=8, actions=type(ctx.actions)())  # a later message acts anew
+    for name, args in (("jobs", {**add_job, "name": "Bins"}), ("reminders", {**add_reminder, "text": "Call Mum"})):
+        assert skills[name].done_before(workspace, args, replay)
+        assert not skills[name].done_before(workspace, args, other)
+        assert "not made again" in str(ok(manager, name, args, replay))
+    assert [row["name"] for row in JobStore(workspace).rows()] == ["bins"]
+    assert [r["text"] for r in ReminderStore(workspace).pending()] == ["call mum"]

@@ -191,3 +191,8 @@ def made_once(
         return f"not made again: this {noun} was made at {at} for this message: {done.record.get('result', '')}"
 
     return ActionLedger(workspace, path).once(turn_run(context), action, make, said)
+
+
+def made_before(workspace: Workspace, path: str, context: SkillContext | None, action: Action) -> bool:
+    """``made_once`` will only say so: the turn's message made this before (the gate asks the owner nothing)."""
+    return context is not None and ActionLedger(workspace, path).earlier(turn_run(context), action) is not None

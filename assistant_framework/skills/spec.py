@@ -25,7 +25,8 @@ A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
   script). Read the context's fields as attributes (``context.private``, ``context.services.get("clock")``):
   every field has a type and a default.
 - ``done_before(workspace, args, context) -> bool`` (optional): for a skill whose actions leave the machine
-  through a ledger of ``skills/once.py`` (``mail``, ``calendar``): True when the call matches an action the
+  through a ledger of ``skills/once.py`` (``mail``, ``calendar``; ``reminders`` and ``jobs`` for what they
+  add): True when the call matches an action the
   turn's message already did (the turn run again after a crash), so ``run`` will only say so; the gate then asks
   the owner nothing (nothing will happen). It must agree with ``run``: its ledger's ``earlier``.
 

@@ -503,4 +503,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a reminder asked for in a turn a crash cut off is set again by the replay: it alerts twice",
         ("test_jobs_crash.py",),
     ),
+    Mutation(
+        "reminders-replay-asks-the-owner-again",
+        "skills/reminders/__init__.py",
+        '    return args.get("action") == "add" and made_before(workspace, ADDED, context, _adding(args))',
+        "    return False",
+        "the owner is asked again to confirm a reminder the replayed turn will not set (it was set before the crash)",
+        ("test_jobs_skill.py",),
+    ),
 )

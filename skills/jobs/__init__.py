@@ -10,7 +10,7 @@ from assistant_framework.jobs import CATCH_UP, Job, JobError, JobRow, JobStore, 
 from assistant_framework.jobs.job import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
 from assistant_framework.jobs.schedule import shortest_gap
 from assistant_framework.json_types import JsonObject
-from assistant_framework.skills.once import Action, made_once
+from assistant_framework.skills.once import Action, made_before, made_once
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need
 from assistant_framework.workspace import Workspace
@@ -128,7 +128,18 @@ def _add(
         )
         return said, {"id": job.id}
 
-    return made_once(workspace, ADDED, context, Action("add", "", fields, {"name": fields.get("name")}), add, "job")
+    return made_once(workspace, ADDED, context, _adding(args), add, "job")
+
+
+def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> bool:
+    """This add was made before for the turn's message (a replay after a crash): nothing will be added, so the
+    owner is not asked about it again."""
+    return args.get("action") == "add" and made_before(workspace, ADDED, context, _adding(args))
+
+
+def _adding(args: SkillArgs) -> Action:
+    """A job added, as the ledger matches it: the turn's nth add is its nth, whatever its words."""
+    return Action("add", "", {key: args.get(key) for key in ("name", *SCHEDULE_KEYS, *PAYLOAD_KEYS)}, {})
 
 
 def _fields(args: JsonObject, default_tz: str) -> JsonObject:

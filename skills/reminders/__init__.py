@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from assistant_framework.json_types import JsonObject
-from assistant_framework.skills.once import Action, made_once
+from assistant_framework.skills.once import Action, made_before, made_once
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need, outside_label
 from assistant_framework.stores import ReminderStore
@@ -84,6 +84,12 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
 
 #: Each reminder added, under the message its turn answers: the turn run again after a crash sets none twice.
 ADDED = "state/reminders-added.jsonl"  # not under reminders/: memory indexes that folder
+
+
+def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> bool:
+    """This add was made before for the turn's message (a replay after a crash): nothing will be set, so the
+    owner is not asked about it again."""
+    return args.get("action") == "add" and made_before(workspace, ADDED, context, _adding(args))
 
 
 def _adding(args: SkillArgs) -> Action:
