@@ -496,4 +496,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         " mail threads, topics and sessions)",
         ("test_history.py",),
     ),
+    Mutation(
+        "guest-facts-taken",
+        f"{BOT}/agent/loop.py",
+        "        turn.extract_facts = message.extract_facts and message.owner_chat",
+        "        turn.extract_facts = message.extract_facts",
+        "a friend's or a group's words are stored as the owner's facts and recalled into the owner's prompt",
+        ("test_guest_memory.py",),
+    ),
 )

@@ -381,7 +381,8 @@ class Agent(SessionCalls):
             turn.mark_outside(OutsideSource(f"message:{turn.trace_id}", what, TURN))
         # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
         turn.guest = self._guest_skills(message.owner_chat)
-        turn.extract_facts = message.extract_facts
+        # Only the owner's own words become the owner's facts: a guest's or a group's would be stored as theirs.
+        turn.extract_facts = message.extract_facts and message.owner_chat
         # A skill whose service the turn lacks (send_file without a chat to send to) is offered nowhere in it.
         turn.unserved = self.skills.unserved(self._services(message).keys())
         turn.limit = message.skills

@@ -139,7 +139,7 @@ class TurnRecord:
     limit: frozenset[str] | None = None  # a served client's skills: the turn may call no other (AgentMessage.skills)
     #: The skills that need a service this turn was not given (``REQUIRES_SERVICE``): left out of ``limit``.
     unserved: frozenset[str] = frozenset()
-    extract_facts: bool = True  # False: no facts are taken from the turn (AgentMessage.extract_facts)
+    extract_facts: bool = True  # False: no facts are taken from the turn (a served client's, a guest chat's)
     job: str | None = None  # the scheduled job whose run this turn is
     area: Workspace | None = None  # a guest turn's own folder, made on first use
     stop: StopSwitch = field(default_factory=StopSwitch)  # set by ``Agent.stop``; hangs up the model call
