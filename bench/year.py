@@ -14,8 +14,9 @@ day, a terminal line history. Then, each beside the same on an empty workspace:
   (median of 5), resident memory after;
 - ``assistant jobs list --json``;
 - the web page (``assistant web``): each main view's JSON twin, median of 3 requests;
-- in process: the mail skill's once-check, ``send_file``'s once-check, the web chat's message store read at
-  start (and the entries its once-map keeps), a job run's once-check (``RunLog.has_run``).
+- in process: the bot's memory per conversation (``--conversations`` mail threads, topics or sessions of 6 turns
+  of 2,400 characters each, its history full), the mail skill's and ``send_file``'s once-checks, the web chat's
+  message store read at start (and the entries its once-map keeps), a job run's once-check (``RunLog.has_run``).
 
     python bench/year.py            # 365 days
     python bench/year.py --quick    # 7 days (smoke test)
@@ -146,18 +147,24 @@ def write_year(ws: Path, days: int, end: datetime) -> dict[str, int]:
     _lines(ws / "jobs" / "runs.jsonl", runs[-5000:])  # what RunLog's cap keeps
     sent = []
     for i, m in enumerate(minutes(24 * 60 // MAILS_PER_DAY)):
-        key = hashlib.sha256(str(i).encode()).hexdigest()
+        key = hashlib.sha256(str(i).encode()).hexdigest()[:32]
         stamp = m.strftime("%Y-%m-%d-%H%M%S")
-        sent.append(
-            {
-                "key": key,
-                "time": stamp,
-                "to": ["anna@example.org"],
-                "subject": f"Re: {_text(i, 5)}",
-                "file": f"mail/sent/{stamp}-{key[:8]}.eml",
-                "message_id": f"<{key[:16]}@example.org>",
-            }
-        )
+        row = {
+            "key": key,
+            "scope": f"tg:1:{i}",
+            "kind": "send",
+            "target": "anna@example.org",
+            "wording": key,
+            "time": m.isoformat(),
+            "to": ["anna@example.org"],
+            "subject": f"Re: {_text(i, 5)}",
+            "file": f"mail/sent/{stamp}-{key[:8]}.eml",
+            "message_id": f"<{key[:16]}@example.org>",
+        }
+        sent += [
+            {**row, "status": "begun"},
+            {"key": key, "scope": row["scope"], "kind": "send", "target": row["target"], "status": "done"},
+        ]
     _lines(ws / "mail" / "sent.jsonl", sent)
     for name, every in COLLECTOR_MINUTES.items():
         _lines(
@@ -386,8 +393,8 @@ def time_web(cfg: Path, ws: Path, env: dict, log_path: Path) -> dict[str, float]
 def time_in_process(ws: Path) -> dict[str, float]:
     """The once-checks and the web chat's store as the bot calls them, on this workspace."""
     from assistant_framework.jobs.runs import RunLog
+    from assistant_framework.skills.once import Action, ActionLedger, TurnActions, TurnRun
     from messaging_llm_bot.channels.webchat.transcript import Transcript
-    from skills import mail
 
     workspace = Workspace(str(ws))
 
@@ -399,26 +406,74 @@ def time_in_process(ws: Path) -> dict[str, float]:
             times.append(time.perf_counter() - started)
         return statistics.median(times)
 
+    run = TurnRun("tg:1:a-new-message", TurnActions())
+    mail = Action("send", "anna@example.org", {"subject": "Re: Friday", "body": "I will come."})
+    file = Action("file", "notes/today.md", {"caption": ""})
     transcript: list[Transcript] = []
     return {
-        "mail": timed(lambda: mail._recorded(workspace, "0" * 64)),
-        "files_out": timed(lambda: [r for r in workspace.read_jsonl("state/files_out.jsonl") if r.get("key") == "x"]),
+        "mail": timed(lambda: ActionLedger(workspace, "mail/sent.jsonl").earlier(run, mail)),
+        "files_out": timed(lambda: ActionLedger(workspace, "state/files_out.jsonl").earlier(run, file)),
         "runs": timed(lambda: RunLog(workspace).has_run("job:j1:19990101T000000Z")),
         "transcript": timed(lambda: transcript.append(Transcript(workspace))),
         "transcript_map": float(len(transcript[-1]._parts)) if transcript else 0.0,
     }
 
 
+def memory_per_conversation(conversations: int, turns: int) -> tuple[float, int]:
+    """The bot's resident memory grown per conversation answered (kB; the fake model's record of requests emptied
+    before each reading), and the histories its cache holds after."""
+    import gc
+
+    from _common import build_bot
+
+    from messaging_llm_bot.agent.incoming import AgentMessage
+
+    def rss_kb() -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    model = fake_server(latency=0.0)
+    base = Path(tempfile.mkdtemp(prefix="bench-year-conv-"))
+    bot = build_bot(bench_config(model.base_url), base / "ws")
+    try:
+
+        def answer(prefix: str) -> None:
+            for turn in range(turns):
+                for n in range(conversations):
+                    text = f"Dear Anna {turn}, about the meeting on Friday " * 60
+                    bot.agent.handle(AgentMessage(f"{prefix}-{n}", text, chat_id=OWNER, user_id=OWNER))
+                model._records.clear()
+
+        answer("warm")  # the first conversations' one-time costs (imports, pools) are not counted
+        time.sleep(2)
+        gc.collect()
+        before = rss_kb()
+        answer("mail:thread")
+        time.sleep(2)
+        gc.collect()
+        return (rss_kb() - before) / conversations, len(bot.agent.history._cache)
+    finally:
+        bot.close()
+        model.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--days", type=int, default=365, help="days of use written (default 365)")
-    parser.add_argument("--quick", action="store_true", help="7 days, 1 turn (smoke test)")
+    parser.add_argument("--quick", action="store_true", help="7 days, 1 turn, 10 conversations (smoke test)")
+    parser.add_argument(
+        "--conversations", type=int, default=300, help="conversations for the memory figure (default 300)"
+    )
     args = parser.parse_args(argv)
     end_children_when_killed()
     days = 7 if args.quick else args.days
     turns = 1 if args.quick else 5
     base = Path(tempfile.mkdtemp(prefix="bench-year-"))
     model = fake_server(latency=0.0)
+    conversations = 10 if args.quick else args.conversations
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     log_path = base / "log.txt"
@@ -454,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
                 "inproc": time_in_process(ws),
                 "bot": time_bot(config, base / f"cfg-bot-{label}", ws, env, log_path, turns),
             }
+        per_conversation, cached = memory_per_conversation(conversations, 1 if args.quick else 6)
     except (RuntimeError, TimeoutError) as exc:
         tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
         print(f"year benchmark failed: {exc}\n--- log tail ---\n{tail}", file=sys.stderr)
@@ -498,6 +554,11 @@ def main(argv: list[str] | None = None) -> int:
         ],
     ]
     print(table(["path", "empty workspace", f"{days} days of use"], rows))
+    print()
+    print(
+        f"bot's resident memory per conversation answered ({conversations} conversations of "
+        f"{1 if args.quick else 6} turns): {per_conversation:.1f} kB; histories held in memory after: {cached}"
+    )
     return 0
 
 
