@@ -135,6 +135,21 @@ def test_startup_answers_every_message():
 
 
 @pytest.mark.slow(
+    reason="writes a week of use and starts the bot, `assistant web` and three CLI commands on it and on an empty "
+    "workspace, as the bench does (15-40 s as the machine's load goes)"
+)
+def test_year_times_every_path_on_both_workspaces():
+    out = check_ok(bench("year"))
+    header, rows = table_rows(out, "path")
+    assert header == ["path", "empty workspace", "7 days of use"]
+    figures = {r[0]: r[1:] for r in rows}
+    for path in ("bot: process start to the first answer", "assistant jobs list --json", "web: GET /api/collectors"):
+        assert all(cell.endswith(("ms", " s")) for cell in figures[path]), (path, figures[path])
+    assert figures["its once-map (entries)"][0] == "0"
+    assert "histories held in memory after: " in out
+
+
+@pytest.mark.slow(
     reason="starts the bare PTB bot and four of ours against the fakes and times eight rows, as the bench does "
     "(25-55 s as the machine's load goes)"
 )
