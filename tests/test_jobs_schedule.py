@@ -164,3 +164,21 @@ def test_a_minute_cron_years_behind_is_planned_in_one_look(catch_up) -> None:
     if late:
         assert late[-1] == datetime(2026, 12, 2, 6, 58, tzinfo=UTC)  # the newest missed ones (06:59 is on time)
     assert not due.counted_all and due.skipped_count >= 200
+
+
+def test_runs_jsonl_is_cut_to_its_newest_lines_and_a_run_just_recorded_stays_known(ws) -> None:
+    """``jobs/runs.jsonl`` past its size keeps its newest lines (the new one last): a year of 20 runs a day is
+    about 1.2 MB, read whole by /now, the Jobs page and each run's once-check; a run recorded just before a cut
+    is still known, so a replay after a crash adds no second line."""
+    from assistant_framework.jobs.runs import RUNS_CAP, RUNS_FILE, RunLog
+
+    line = '{"run":"job:j1:%06d","job":"j1","name":"water","kind":"message","outcome":"delivered","pad":"%s"}\n'
+    count = RUNS_CAP.max_bytes // len(line % (0, "x" * 100)) + 10
+    ws.write_text(RUNS_FILE, "".join(line % (n, "x" * 100) for n in range(count)))
+    runs = RunLog(ws)
+    runs.append({"run": "job:j1:newest", "job": "j1", "outcome": "delivered"})
+    assert ws.path(RUNS_FILE).stat().st_size <= RUNS_CAP.max_bytes // 2
+    kept = runs.records()
+    assert len(kept) <= RUNS_CAP.keep_lines and kept[-1]["run"] == "job:j1:newest"
+    assert runs.has_run("job:j1:newest") and runs.has_run(f"job:j1:{count - 1:06d}")
+    assert not runs.has_run("job:j1:000000")

@@ -370,4 +370,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the file an older version named by a calendar URL's token stays in the workspace and its backups",
         ("test_collectors_rss_secrets.py",),
     ),
+    Mutation(
+        "jobs-run-log-uncapped",
+        f"{AF}/jobs/runs.py",
+        "        self.workspace.append_jsonl(RUNS_FILE, record, RUNS_CAP)",
+        "        self.workspace.append_jsonl(RUNS_FILE, record)",
+        "jobs/runs.jsonl grows without bound, read whole by /now, the Jobs page and each run's once-check",
+        ("test_jobs_schedule.py",),
+    ),
 )
