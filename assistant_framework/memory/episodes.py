@@ -9,7 +9,8 @@ remembers which log state each episode was written from).
 A day with any turn logged ``untrusted`` (outside content: a forward, an attachment, a mail
 read by a skill) gives an episode that starts with the front matter ``untrusted: true``: the
 index keeps it as outside content and the profile leaves it out. Removing it marks the
-episode as the owner's.
+episode as the owner's. The episode of a day of a guest's chat (``guests_day``) is recalled in that chat
+only and never feeds the owner's profile either.
 """
 
 from __future__ import annotations
@@ -43,6 +44,17 @@ EPISODE_PROMPT = (
 def episode_path(safe_conversation: str, day: str) -> str:
     """Where the episode of one conversation-day lives."""
     return f"{EPISODES_DIR}/{safe_conversation}/{day}.md"
+
+
+def guests_day(workspace: Workspace, rel: str) -> bool:
+    """True for the episode ``rel`` of a day with no message of the owner's own chat: every user row of its log
+    says ``private: false`` (a friend's chat, a group; the agent marks the message's row, not
+    the reply's). Their words never feed the owner's profile. A day whose log is gone, or whose rows predate the
+    mark, counts as the owner's."""
+    conv, name = rel.rsplit("/", 2)[-2:]
+    rows = workspace.read_jsonl(f"{CONVERSATIONS_DIR}/{conv}/{name.removesuffix('.md')}.jsonl")
+    marks = [row["private"] for row in rows if "private" in row]
+    return bool(marks) and not any(marks)
 
 
 def settled_days(workspace: Workspace, now: datetime, settle_minutes: float) -> list[tuple[str, str]]:

@@ -6,7 +6,8 @@ model's proposal goes to ``memory/profile.proposed.md`` instead). A suspiciously
 answer (a truncated output) never replaces a long profile.
 
 The profile goes into every system prompt, so it is built only from the owner's side of
-memory: facts and episodes marked ``untrusted`` (taken from outside content) are left out.
+memory: facts and episodes marked ``untrusted`` (taken from outside content) are left out, and so are the
+episodes of a guest's chat (a friend's, a group's: ``episodes.guests_day``).
 
 A profile.md marked ``untrusted`` (front matter; the owner confirmed a ``file`` write or append to it
 in a turn with outside content) goes into the prompt without its front matter, labelled outside
@@ -27,7 +28,7 @@ from ..config.settings import ProfileSettings
 from ..skills.support import OUTSIDE_LABEL
 from ..stores.provenance import is_marked_text, is_untrusted, quote_lines, split_marked
 from ..workspace import Workspace
-from .episodes import EPISODES_DIR
+from .episodes import EPISODES_DIR, guests_day
 from .modelcall import Complete, call_model
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ def profile_inputs(workspace: Workspace, max_episodes: int = 14) -> str:
         if len(episodes) >= max_episodes:
             break
         text = workspace.read_text(rel, default="")
-        if not is_marked_text(text):
+        if not is_marked_text(text) and not guests_day(workspace, rel):
             episodes.insert(0, text)  # newest last, as before
     episode_text = "\n\n".join(text[:1500] for text in episodes)
     current = workspace.read_text(PROFILE_PATH, default="")

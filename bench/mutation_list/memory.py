@@ -184,4 +184,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a small model's copy of the prompt's example ('...') is stored as a fact",
         ("test_second_day.py",),
     ),
+    Mutation(
+        "profile-reads-guest-episodes",
+        f"{AF}/memory/profile.py",
+        "        if not is_marked_text(text) and not guests_day(workspace, rel):",
+        "        if not is_marked_text(text):",
+        "a friend's or a group's daily summary is written into the owner's profile, in every prompt of the owner's",
+        ("test_guest_memory.py",),
+    ),
 )
