@@ -34,6 +34,7 @@ from assistant_framework.collectors.outcome import (
     run_in_worker,
     snapshot,
 )
+from assistant_framework.collectors.runlock import RunLock, take_run_lock
 from assistant_framework.collectors.spec import CollectorItem
 from assistant_framework.collectors.state import load_state, merge_sources, update_state
 from assistant_framework.collectors.triage import TriageBudget, ask_model, ask_rules
@@ -110,27 +111,62 @@ class CollectorRunner:
             return RunOutcome(
                 name=name, outcome="skipped", error=f"collector {name!r} is still running (previous run not finished)"
             )
-        finished = True
+        # Another process (the bot, `collectors run`, `run-loop`) may be running it: then this one does not.
+        run_lock = take_run_lock(self.workspace, name)
+        if run_lock is None:
+            self._free(name)
+            return RunOutcome(
+                name=name,
+                outcome="skipped",
+                error=f"collector {name!r} is running in another process now (the bot, or another run); not run again",
+            )
         worker: threading.Thread | None = None
+        abandoned = threading.Event()
+        attempt = Attempt()
         try:
             started_at = self._now()
             update_state(self.workspace, name, last_start=to_iso(started_at))
             before = snapshot(self.workspace, name)
-            attempt = Attempt()
             worker = threading.Thread(
-                target=run_in_worker, args=(collector, self.workspace, attempt), name=f"collector-{name}", daemon=True
+                target=_run_then_release,
+                args=(collector, self.workspace, attempt, run_lock, abandoned),
+                name=f"collector-{name}",
+                daemon=True,
             )
             t0 = time.monotonic()
             worker.start()
             finished = attempt.done.wait(collector.timeout_seconds)
             duration = round(time.monotonic() - t0, 3)
-        finally:
-            with self._lock:
-                if finished or worker is None:
-                    self._busy.pop(name, None)
-                else:
-                    # A hung worker keeps the slot so the collector is not started twice.
+            if not finished:
+                # A hung worker keeps the slot and the run lock (it lets the lock go when it ends), so the
+                # collector is not started twice, here or in another process.
+                with self._lock:
                     self._busy[name] = worker
+                abandoned.set()
+            return self._finish(collector, attempt, finished, before, started_at, duration)
+        finally:
+            if worker is None or not abandoned.is_set():
+                # Held until the run is recorded: the next run, here or in another process, reads its state.
+                self._free(name)
+                run_lock.release()
+            elif attempt.done.is_set():
+                run_lock.release()  # the abandoned worker ended meanwhile (a second release is a no-op)
+
+    def _free(self, name: str) -> None:
+        with self._lock:
+            self._busy.pop(name, None)
+
+    def _finish(
+        self,
+        collector: Collector,
+        attempt: Attempt,
+        finished: bool,
+        before: dict[str, tuple[int, int]],
+        started_at: datetime,
+        duration: float,
+    ) -> RunOutcome:
+        """The run's outcome from its attempt, recorded."""
+        name = collector.name
         outcome = RunOutcome(name=name, outcome="ok", started=to_iso(started_at), duration_s=duration)
         if not finished:
             outcome.outcome = "timeout"
@@ -411,3 +447,12 @@ class CollectorRunner:
 
 
 _UTC = UTC
+
+
+def _run_then_release(
+    collector: Collector, workspace: Workspace, attempt: Attempt, run_lock: RunLock, abandoned: threading.Event
+) -> None:
+    """The worker's body: the run; a run abandoned at its timeout lets its run lock go when the worker ends."""
+    run_in_worker(collector, workspace, attempt)
+    if abandoned.is_set():
+        run_lock.release()

@@ -355,6 +355,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_collectors_runner.py",),
     ),
     Mutation(
+        "collector-run-lock-shared",
+        f"{AF}/collectors/runlock.py",
+        "        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+        "        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+        "`collectors run NAME` runs a collector the bot is running: two overlapping runs, their items twice",
+        ("test_collectors_clock.py",),
+    ),
+    Mutation(
         "calendar-named-by-token",
         "collectors/calendar/__init__.py",
         '    return tail if dot and stem and not looks_like_token(stem) else ""',
