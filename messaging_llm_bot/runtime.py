@@ -16,6 +16,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -74,6 +75,8 @@ class BotRuntime:
     settings: Settings = field(default_factory=Settings)
     parts: BotParts | None = None
     collector_runner: CollectorRunner | None = None
+    #: The collectors' wall clock (a test's, as ``job_clock`` is the jobs'; None: the real one).
+    collector_clock: Callable[[], datetime] | None = None
     overrides: JsonObject = field(default_factory=dict)
     _notify: Callable[[str, str], None] | None = None
     _notifiers: list[Callable[[str, str], None]] = field(default_factory=list)
@@ -160,6 +163,7 @@ class BotRuntime:
             notify=self._notify,
             complete=self.ensure_built().background_model,
             indexer=self.memory,  # a run's new items are searchable when it ends
+            clock=self.collector_clock,
         )
 
     def status_text(self) -> str:

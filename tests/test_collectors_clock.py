@@ -8,12 +8,19 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import timezone
+from datetime import timedelta, timezone
+
+import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.collectors import runner as runner_module
 from assistant_framework.collectors.state import load_state
+from assistant_framework.schedules import from_iso
 from assistant_framework.workspace import Workspace
 from tests.fixtures.collectors.helpers import write_collector
+from tests.telegram_harness import RunningBot, make_runtime, telegram_config
+from tests.test_jobs_bot import Clock
+from tests.waiting import wait_until
 
 UTC = timezone.utc
 
@@ -77,3 +84,82 @@ def test_collectors_run_from_the_cli_while_the_bot_runs_it_runs_nothing(tmp_path
     again = cli_run(config_dir, ws)
     assert again.returncode == 0, again
     assert load_state(ws, "slow").runs == 2
+
+
+# Counts its runs; each waits a moment so that an overlap would show.
+COUNTER = """
+import time
+DESCRIPTION = "Counts its runs."
+INTERVAL_SECONDS = 600
+def run(workspace, config):
+    workspace.append_jsonl("collectors/counter/log.jsonl", {"event": "start"})
+    time.sleep(0.05)
+    workspace.append_jsonl("collectors/counter/log.jsonl", {"event": "end"})
+    return {"new_items": []}
+"""
+
+
+@pytest.fixture
+def collector_bot(fake, bot_config, workspace, tmp_path, monkeypatch):
+    """Factory: the Telegram bot with an interval collector (every 10 minutes) on the test's clock; its scheduler
+    reads the clock every 0.1 s (30 s in the bot) so that a jump shows at once."""
+    monkeypatch.setattr(runner_module, "MAX_LOOP_SLEEP", 0.1)
+    plugins = tmp_path / "plugins"
+    write_collector(plugins, "counter", COUNTER)
+    running: list[RunningBot] = []
+
+    def start(clock: Clock) -> RunningBot:
+        config = telegram_config(bot_config, fake)
+        config["runtime"] = {**config.get("runtime", {}), "collectors_dirs": [str(plugins)]}
+        config["collectors"] = {"counter": {"enabled": True}}
+        bot = RunningBot(make_runtime(config, workspace, tmp_path))
+        bot.runtime.collector_clock = clock
+        running.append(bot)
+        return bot.start()
+
+    yield start
+    for bot in running:
+        bot.stop()
+
+
+def counted(workspace) -> list[str]:
+    return [row["event"] for row in workspace.read_jsonl("collectors/counter/log.jsonl")]
+
+
+def runs_settle(workspace, n: int) -> None:
+    """``n`` runs ended, and no other began in the next half second."""
+    wait_until(lambda: counted(workspace).count("end") >= n, what=f"{n} runs", timeout=20)
+    time.sleep(0.5)
+    assert counted(workspace) == ["start", "end"] * n
+
+
+def test_the_bot_down_for_a_day_runs_an_interval_collector_once_at_start(collector_bot, workspace):
+    clock = Clock()
+    bot = collector_bot(clock)
+    runs_settle(workspace, 1)  # first sight: at once
+    bot.stop()
+    clock.advance(days=1)  # 144 runs missed
+    collector_bot(clock)
+    runs_settle(workspace, 2)
+    state = load_state(workspace, "counter")
+    assert timedelta(minutes=9) < from_iso(state.next_run) - clock() <= timedelta(minutes=10)
+
+
+def test_the_wall_clock_jumping_forward_then_back_neither_bursts_nor_skips_an_hour(collector_bot, workspace):
+    clock = Clock()
+    collector_bot(clock)
+    runs_settle(workspace, 1)
+    clock.advance(hours=3)  # the laptop slept: 18 runs missed, one is made
+    runs_settle(workspace, 2)
+    clock.advance(minutes=5)
+    runs_settle(workspace, 2)
+    clock.advance(hours=-1)  # NTP sets the clock back: the next run is still at most ten minutes away
+    runs_settle(workspace, 2)
+    clock.advance(minutes=9)
+    runs_settle(workspace, 2)
+    clock.advance(minutes=2)
+    runs_settle(workspace, 3)
+    clock.advance(minutes=9)
+    runs_settle(workspace, 3)  # and from then on every ten minutes
+    clock.advance(minutes=2)
+    runs_settle(workspace, 4)

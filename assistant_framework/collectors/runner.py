@@ -360,7 +360,24 @@ class CollectorRunner:
         if state.consecutive_failures == 0 and regular < stored:
             # The schedule was shortened in config since the last run: honour it.
             return regular
-        return stored
+        return self._within_one_wait(collector, stored, state.consecutive_failures, now)
+
+    def _within_one_wait(self, collector: Collector, stored: datetime, failures: int, now: datetime) -> datetime:
+        """An interval (or a backoff) counts real time: after the wall clock is set back (NTP, a wrong clock put
+        right) the next run is at most one wait away, not that wait plus the hour the clock went back. Kept in the
+        state, so the plan does not recede with the clock. A cron time stays: its next time may already have run."""
+        if collector.cron or collector.interval_seconds is None:
+            return stored
+        wait = (
+            collector.interval_seconds
+            if failures == 0
+            else backoff_seconds(failures, self.retry_base_seconds, self.max_backoff_seconds)
+        )
+        latest = now + timedelta(seconds=wait)
+        if stored <= latest:
+            return stored
+        update_state(self.workspace, collector.name, next_run=to_iso(latest))
+        return latest
 
     def tick(self, wait: bool = False) -> list[str]:
         """Start every due collector (each in its own supervisor thread); return their names."""

@@ -363,6 +363,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_collectors_clock.py",),
     ),
     Mutation(
+        "collector-wait-after-clock-back",
+        f"{AF}/collectors/runner.py",
+        "        if collector.cron or collector.interval_seconds is None:",
+        "        if True:",
+        "the wall clock set back an hour: a collector every 10 minutes waits 70 minutes for its next run",
+        ("test_collectors_clock.py",),
+    ),
+    Mutation(
         "calendar-named-by-token",
         "collectors/calendar/__init__.py",
         '    return tail if dot and stem and not looks_like_token(stem) else ""',
