@@ -48,7 +48,7 @@ def episode_path(safe_conversation: str, day: str) -> str:
 
 def guests_day(workspace: Workspace, rel: str) -> bool:
     """True for the episode ``rel`` of a day with no message of the owner's own chat: every user row of its log
-    says ``private: false`` (a friend's chat, a group; the agent marks the message's row, not
+    says ``private: false`` (a friend's chat, a group, a served client's; the agent marks the message's row, not
     the reply's). Their words never feed the owner's profile. A day whose log is gone, or whose rows predate the
     mark, counts as the owner's."""
     conv, name = rel.rsplit("/", 2)[-2:]

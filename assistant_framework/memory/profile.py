@@ -7,7 +7,7 @@ answer (a truncated output) never replaces a long profile.
 
 The profile goes into every system prompt, so it is built only from the owner's side of
 memory: facts and episodes marked ``untrusted`` (taken from outside content) are left out, and so are the
-episodes of a guest's chat (a friend's, a group's: ``episodes.guests_day``).
+episodes of a guest's chat (a friend's, a group's, a served client's: ``episodes.guests_day``).
 
 A profile.md marked ``untrusted`` (front matter; the owner confirmed a ``file`` write or append to it
 in a turn with outside content) goes into the prompt without its front matter, labelled outside

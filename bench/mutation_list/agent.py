@@ -504,4 +504,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a friend's or a group's words are stored as the owner's facts and recalled into the owner's prompt",
         ("test_guest_memory.py",),
     ),
+    Mutation(
+        "served-client-logged-as-owner",
+        f"{BOT}/agent/loop.py",
+        'meta: dict[str, object] = {"private": turn.extract_facts,',
+        'meta: dict[str, object] = {"private": message.owner_chat,',
+        "a served client's daily summary is written into the owner's profile, in every prompt of the owner's",
+        ("test_guest_memory.py",),
+    ),
 )
