@@ -22,9 +22,9 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 # One Chromium for the module, started in the first test's setup (26 s once beside the rest of make test's
-# four workers), and a page walk that builds on it: its phases may pass the per-test bound of tests/tiers.py.
+# four workers), and a page walk through one site: its phases may pass the per-test bound of tests/tiers.py.
 pytestmark = [
-    pytest.mark.slow(reason="starts headless Chromium once for the module; the walk builds on it"),
+    pytest.mark.slow(reason="starts headless Chromium once for the module; the walk goes through one site"),
     pytest.mark.timeout(180),
 ]
 
@@ -85,7 +85,19 @@ def sign_in(driver, site) -> None:
     driver.find_element(By.CSS_SELECTOR, "form.stack button[type=submit]").click()
 
 
+@pytest.fixture
+def signed_in(browser, site) -> None:
+    """The browser signed in (the page's sign-in link), on the Memory page: each step signs in itself, so it runs
+    whichever steps ran before it in this process (``-n`` without ``--dist loadfile`` hands the module's tests to
+    several workers, each with a browser and a site of its own)."""
+    browser.get(f"{site.base}/memory?token={WEB_TOKEN}")
+    until(browser).until(lambda d: d.current_url == f"{site.base}/memory")
+    wait_for_text(browser, "h1", "Memory")
+
+
 def test_1_sign_in(browser, site):
+    browser.get(f"{site.base}/login")
+    browser.delete_all_cookies()  # signed out, whatever ran before in this browser
     browser.get(f"{site.base}/memory")
     assert "401" in browser.find_element(By.TAG_NAME, "h1").text
     console_errors(browser)  # the 401 itself is logged as a failed load; what follows must be clean
@@ -100,8 +112,8 @@ def test_1_sign_in(browser, site):
     assert console_errors(browser) == []
 
 
+@pytest.mark.usefixtures("signed_in")
 def test_2_search_memory_and_open_a_hit(browser, site):
-    # Under load the memory page may still be loading after the sign-in redirect.
     box = until(browser).until(lambda d: d.find_element(By.NAME, "q"))
     box.clear()
     box.send_keys("bicycle")
@@ -119,6 +131,7 @@ def test_2_search_memory_and_open_a_hit(browser, site):
     assert console_errors(browser) == []
 
 
+@pytest.mark.usefixtures("signed_in")
 def test_3_edit_a_note_and_see_the_file_change(browser, site):
     browser.get(f"{site.base}/file?path=notes/shopping.md")
     browser.find_element(By.LINK_TEXT, "Edit").click()
@@ -133,6 +146,7 @@ def test_3_edit_a_note_and_see_the_file_change(browser, site):
     assert console_errors(browser) == []
 
 
+@pytest.mark.usefixtures("signed_in")
 def test_4_open_a_trace_and_see_its_section_sizes(browser, site):
     browser.get(f"{site.base}/traces")
     screenshot(browser, "traces")
@@ -152,6 +166,7 @@ def test_4_open_a_trace_and_see_its_section_sizes(browser, site):
     assert console_errors(browser) == []
 
 
+@pytest.mark.usefixtures("signed_in")
 def test_5_run_a_collector(browser, site):
     browser.get(f"{site.base}/collectors")
     browser.find_element(By.CSS_SELECTOR, "#c-writer button").click()
@@ -165,6 +180,7 @@ def test_5_run_a_collector(browser, site):
     assert console_errors(browser) == []
 
 
+@pytest.mark.usefixtures("signed_in")
 def test_5b_pause_resume_run_now_and_delete_a_job(browser, site):
     browser.get(f"{site.base}/jobs")
     card = wait_for_text(browser, "#j-j1", "Bins out")
@@ -186,6 +202,7 @@ def test_5b_pause_resume_run_now_and_delete_a_job(browser, site):
     assert console_errors(browser) == []
 
 
+@pytest.mark.usefixtures("signed_in")
 def test_5c_review_and_install_a_skill_folder(browser, site, tmp_path):
     folder = tmp_path / "notes-helper"
     (folder / "scripts").mkdir(parents=True)
@@ -223,6 +240,7 @@ PAGES = [
 ]
 
 
+@pytest.mark.usefixtures("signed_in")
 def test_6_no_console_errors_and_no_sideways_scrolling_at_phone_width(browser, site):
     pages = PAGES + [f"/conversations/{site.chat}/{site.day}", f"/traces/{site.trace_id}"]
     browser.set_window_size(1100, 900)
