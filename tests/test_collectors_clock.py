@@ -24,14 +24,14 @@ from tests.waiting import wait_until
 
 UTC = timezone.utc
 
-# Each run notes its start and end (with its process id) and waits, up to 8 s, for the test's go-ahead file.
+# Each run notes its start and end (with its process id) and waits, up to 30 s, for the test's go-ahead file.
 SLOW = """
 import os, time
 DESCRIPTION = "Waits for the test."
 INTERVAL_SECONDS = 600
 def run(workspace, config):
     workspace.append_jsonl("collectors/slow/log.jsonl", {"pid": os.getpid(), "event": "start"})
-    deadline = time.monotonic() + 8
+    deadline = time.monotonic() + 30
     while not workspace.exists("collectors/slow/go") and time.monotonic() < deadline:
         time.sleep(0.02)
     workspace.append_jsonl("collectors/slow/log.jsonl", {"pid": os.getpid(), "event": "end"})
@@ -84,6 +84,20 @@ def test_collectors_run_from_the_cli_while_the_bot_runs_it_runs_nothing(tmp_path
     again = cli_run(config_dir, ws)
     assert again.returncode == 0, again
     assert load_state(ws, "slow").runs == 2
+
+
+def test_a_run_abandoned_at_its_timeout_keeps_another_process_out_until_its_thread_ends(tmp_path):
+    # A server that never answers: the bot abandons the run at its timeout, but its thread still talks to it.
+    config_dir, ws, manager = setup(tmp_path, timeout_seconds=0.3)
+    runner = CollectorRunner(manager, ws)
+    assert runner.run_once("slow").outcome == "timeout"
+    cli = cli_run(config_dir, ws)
+    assert cli.returncode == 1 and "running in another process" in cli.stdout, cli
+    ws.write_text("collectors/slow/go", "")  # the server answers at last
+    wait_until(lambda: not runner.is_running("slow"), what="the abandoned run's thread ended")
+    again = cli_run(config_dir, ws)
+    assert again.returncode == 0, again
+    assert [row["event"] for row in ws.read_jsonl("collectors/slow/log.jsonl")] == ["start", "end"] * 2
 
 
 # Counts its runs; each waits a moment so that an overlap would show.
