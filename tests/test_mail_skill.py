@@ -288,3 +288,33 @@ def test_a_draft_is_saved_and_not_sent(tmp_path, smtp):
     assert "nothing was sent" in said and smtp.messages == []
     [draft] = workspace.list("mail/drafts/*.eml")
     assert "later" in workspace.read_text(draft)
+
+
+def test_the_question_shows_every_recipient_and_a_call_too_long_to_show_whole_is_not_asked(
+    fake, start_bot, chat_server, workspace, smtp
+):
+    """Before: each argument was cut at 240 characters, so a `to` padded with a long display name showed the owner
+    "Anna ... [... 40 more characters]" and a Confirm sent the mail to the address hidden in the cut too. Now a
+    field the skill bounds (`to`: 2,000 characters) is shown whole, and a call whose arguments do not fit the
+    question (Discord's 2,000-character message) is refused unasked: the owner confirms only what they saw."""
+    padded = f'"Anna Berg, my sister{" (who lives in Lisbon)" * 10}" <anna@example.org>, x@evil.example'
+    assert len(padded) > 240
+    start_bot(config_patch=lambda c: c.update(mail=mail_config(smtp)))
+    send = {"action": "send", "to": padded, "subject": "Saturday", "body": "I'll come!"}
+    chat_server.enqueue(json.dumps({"skill": "mail", "args": send}), json.dumps({"reply": "Sent."}))
+    fake.send_message("tell Anna I'll come on Saturday")
+    message, buttons = approval_question(fake)
+    assert "x@evil.example" in message["text"], message["text"]  # what runs is what the owner was shown
+    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes")), message["message_id"])
+    fake.wait_for(lambda: any("Sent." in t for t in texts(fake)), timeout=30)
+    assert smtp.recipients == [["anna@example.org", "x@evil.example"]]
+
+    # Too long to show whole: no question, nothing sent, and the model is told why.
+    longer = dict(send, to=f'"{"Anna " * 300}" <anna@example.org>, x@evil.example')
+    chat_server.enqueue(json.dumps({"skill": "mail", "args": longer}), json.dumps({"reply": "Not sent."}))
+    fake.send_message("tell Anna again")
+    fake.wait_for(lambda: any("Not sent." in t for t in texts(fake)), timeout=30)
+    asked = [c for c in fake.calls("sendMessage") if "approve:" in json.dumps(c["params"].get("reply_markup"))]
+    assert len(asked) == 1 and len(smtp.messages) == 1
+    fed_back = chat_server.chat_requests[-1]["messages"][-1]["content"]
+    assert "too long to show the owner whole" in fed_back, fed_back

@@ -512,4 +512,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a served client's daily summary is written into the owner's profile, in every prompt of the owner's",
         ("test_guest_memory.py",),
     ),
+    Mutation(
+        "question-cuts-bounded-args",
+        f"{BOT}/agent/guard.py",
+        "if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS and not _shown_whole(schema, key):",
+        "if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS:",
+        "a mail's padded `to` is cut in the question and the owner's Confirm sends to the hidden address",
+        ("test_mail_skill.py",),
+    ),
+    Mutation(
+        "question-too-long-asked",
+        f"{BOT}/agent/guard.py",
+        "        if approve is not None and size > QUESTION_ARGS_CHARS:",
+        "        if False:",
+        "a call too long for the question is asked with its arguments cut, the hidden part confirmed unseen",
+        ("test_mail_skill.py",),
+    ),
 )

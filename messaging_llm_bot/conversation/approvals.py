@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any, TypeVar
 
-from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApprovalRequest
+from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, QUESTION_ARGS_CHARS, ApprovalRequest
 from messaging_llm_bot.conversation.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -47,8 +47,8 @@ ALLOWANCE = (
     "this skill's calls then run without asking while the outside content named above is all that is in view; "
     "new outside content asks again, /reset ends it"
 )
-#: A question shows this much of the call's arguments (the rest is cut with "…").
-MAX_ARGS_CHARS = 600
+#: A question shows this much of the call's arguments (the gate asks about none longer; agent/guard.py).
+MAX_ARGS_CHARS = QUESTION_ARGS_CHARS
 YES = frozenset({"yes", "y", "ok", "confirm", "ja", "oui"})
 NO = frozenset({"no", "n", "cancel", "decline", "nein", "non"})
 #: "Allow for this conversation" (only where the question offers it; elsewhere it confirms this call).
