@@ -183,6 +183,23 @@ def test_what_the_owner_is_asked_about_cannot_change_the_call_that_runs(bot_conf
     assert workspace.read_jsonl("state/audit.jsonl")[-1]["args"]["path"] == "notes/other.md"
 
 
+def test_the_question_shows_a_files_whole_path(bot_config, workspace, chat_server, make_agent):
+    """A path padded past the question's 240-character cut (``notes/a/../a/../…``) hid which file a delete removes:
+    the file skill bounds ``path`` at 1,000 characters, so the owner is shown all of it."""
+    workspace.write_text("notes/keep.md", NOTE)
+    agent = make_agent(bot_config, workspace)
+    shown: list[str] = []
+
+    def approve(request: dict) -> bool:
+        shown.append(request["args"]["path"])
+        return False
+
+    padded = "notes/" + "a/../" * 60 + "keep.md"
+    chat_server.enqueue(call("file", action="delete", path=padded), '{"reply": "kept"}')
+    agent.handle(AgentMessage("c1", "delete the old draft", approve=approve))
+    assert shown == [padded] and workspace.read_text("notes/keep.md") == NOTE
+
+
 def test_a_read_call_repeated_in_another_spelling_counts_as_repeated(bot_config, workspace, chat_server, make_agent):
     """The loop's own repeat check (a model asking the same again gets a reply-only request) keys the
     prepared call too: ``{"a": "2"}`` then ``{"a": 2}`` is the same call."""

@@ -511,4 +511,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the owner is asked again to confirm a reminder the replayed turn will not set (it was set before the crash)",
         ("test_jobs_skill.py",),
     ),
+    Mutation(
+        "file-path-cut-in-question",
+        "skills/file/__init__.py",
+        '        "path": {"type": "string", "maxLength": 1000},',
+        '        "path": {"type": "string"},',
+        "a path padded past 240 characters is cut in the question: the owner confirms a delete of a file not shown",
+        ("test_call_path.py",),
+    ),
 )

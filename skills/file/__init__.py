@@ -37,8 +37,9 @@ ARGS_SCHEMA = {
     "type": "object",
     "properties": {
         "action": {"enum": ["read", "write", "append", "list", "delete"]},
-        "path": {"type": "string"},
-        "paths": {"type": "array", "items": {"type": "string"}},
+        # Bounded: a path is shown whole when the owner is asked (agent/guard.py, WHOLE_ARG_CHARS).
+        "path": {"type": "string", "maxLength": 1000},
+        "paths": {"type": "array", "items": {"type": "string", "maxLength": 1000}},
         "content": {"type": "string"},
         # read from this character on: the rest of a long file (a document's text) after the part already read
         "offset": {"type": "integer", "minimum": 0},
