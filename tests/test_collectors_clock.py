@@ -4,20 +4,22 @@ collector, the wall clock set back, a run that hangs. Real plugin folders, files
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import threading
 import time
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.collectors import runner as runner_module
+from assistant_framework.collectors.manager import BUILTIN_DIR
 from assistant_framework.collectors.state import load_state
 from assistant_framework.schedules import from_iso
 from assistant_framework.workspace import Workspace
-from tests.fixtures.collectors.helpers import write_collector
+from tests.fixtures.collectors.helpers import FakeClock, write_collector
 from tests.telegram_harness import RunningBot, make_runtime, telegram_config
 from tests.test_jobs_bot import Clock
 from tests.waiting import wait_until
@@ -177,3 +179,60 @@ def test_the_wall_clock_jumping_forward_then_back_neither_bursts_nor_skips_an_ho
     runs_settle(workspace, 3)  # and from then on every ten minutes
     clock.advance(minutes=2)
     runs_settle(workspace, 4)
+
+
+@pytest.fixture
+def dripping_server():
+    """A server that takes each connection and sends it a byte every 0.1 s, never a whole line: no read waits out
+    a socket timeout, so only a deadline for the whole session ends it."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            while not stop.wait(0.1):
+                try:
+                    conn.sendall(b"*")
+                except OSError:
+                    return
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield server.getsockname()[1]
+    stop.set()
+    server.close()
+
+
+def test_a_mail_server_answering_a_byte_at_a_time_holds_the_mail_collector_only_until_its_timeout(
+    tmp_path, dripping_server, monkeypatch
+):
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", "secret")
+    plugins = tmp_path / "plugins"
+    write_collector(plugins, "counter", COUNTER)
+    ws = Workspace(tmp_path / "ws")
+    mail = {"host": "127.0.0.1", "port": dripping_server, "security": "plain", "username": "alice"}
+    mail |= {"password_env": "TEST_MAIL_PASSWORD", "connect_timeout_seconds": 0.5, "timeout_seconds": 1}
+    manager = CollectorManager(
+        [BUILTIN_DIR, plugins], {"mail": {"enabled": True, **mail}, "counter": {"enabled": True}}, ws
+    )
+    manager.load()
+    clock = FakeClock(datetime(2026, 12, 4, 9, 0, tzinfo=UTC))
+    runner = CollectorRunner(manager, ws, clock=clock)
+    assert sorted(runner.tick()) == ["counter", "mail"]
+    # The other collector is not held: its run ends while the mail server is still dripping.
+    wait_until(lambda: load_state(ws, "counter").runs == 1, what="the counter's run")
+    runner.join(10)
+    assert load_state(ws, "mail").outcome in ("timeout", "error")
+    # The mail session is cut at the run's timeout, so its thread ends too (it talked on for as long as the
+    # server dripped, and the mail collector was never started again).
+    wait_until(lambda: not runner.is_running("mail"), what="the mail run's thread ended", timeout=5)
+    clock.advance(minutes=2)  # past its first backoff (60 s)
+    assert "mail" in runner.due()

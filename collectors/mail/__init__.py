@@ -16,7 +16,7 @@ from assistant_framework.collectors.state import load_cursor, save_cursor
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import Workspace
 
-from .imap_fetch import FolderBatch, MailConfigError, connect, fetch_new, list_folders, logout
+from .imap_fetch import RUN_SECONDS, FolderBatch, MailConfigError, connect, fetch_new, list_folders, logout
 from .records import FolderCursor, MailItem
 from .render import folder_slug, parse, render
 
@@ -49,6 +49,7 @@ def register_collector(config: CollectorConfig) -> CollectorRegistration:
         "name": NAME,
         "description": "New email from the user's IMAP folders, one readable Markdown file per message.",
         "interval_seconds": 600,
+        "timeout_seconds": RUN_SECONDS,  # its IMAP session is cut then too (imap_fetch.connect)
         "generated_files": [f"{BASE}/<folder>/YYYY-MM-DD-<uid>.md", f"{BASE}/index.jsonl", f"{BASE}/new.json"],
         "file_structure": (
             "<folder>/YYYY-MM-DD-<uid>.md: one message (from, to, date, subject, attachments, plain-text body); "

@@ -7,7 +7,9 @@ import binascii
 import imaplib
 import os
 import re
+import socket
 import ssl
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -77,6 +79,51 @@ def ssl_context(config: CollectorConfig) -> ssl.SSLContext:
     return system_context(config.get("ca_file") or "")
 
 
+#: A run's time, and so its IMAP session's: a server that answers a byte at a time (no read waits out the socket
+#: timeout) has its connection cut then, so the run's thread ends with the run (the runner abandons the run at
+#: the same time, and would not start the collector again while the thread talks on).
+RUN_SECONDS = 300.0
+
+
+class _Session:
+    """An IMAP connection cut at a deadline from its start, whatever the server sends meanwhile."""
+
+    def __init__(self, *args: Any, session_seconds: float, **kwargs: Any) -> None:
+        self._session_seconds = session_seconds
+        self.session_timer: threading.Timer | None = None
+        try:
+            super().__init__(*args, **kwargs)
+        except BaseException:
+            self.cancel_deadline()
+            raise
+
+    def cancel_deadline(self) -> None:
+        if self.session_timer is not None:
+            self.session_timer.cancel()
+
+    def _create_socket(self, timeout: float | None) -> socket.socket:
+        sock: socket.socket = super()._create_socket(timeout)  # type: ignore[misc]
+        self.session_timer = threading.Timer(self._session_seconds, _cut, args=(sock,))
+        self.session_timer.daemon = True
+        self.session_timer.start()
+        return sock
+
+
+class _IMAP(_Session, imaplib.IMAP4):
+    pass
+
+
+class _IMAPSSL(_Session, imaplib.IMAP4_SSL):
+    pass
+
+
+def _cut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)  # the read in progress returns; the next ones fail
+    except OSError:
+        pass
+
+
 def connect(config: CollectorConfig) -> imaplib.IMAP4:
     """A logged-in connection; errors name the host and never include the password."""
     host = config.get("host")
@@ -85,12 +132,15 @@ def connect(config: CollectorConfig) -> imaplib.IMAP4:
     security = config.get("security", "tls")
     port = int(config.get("port") or DEFAULT_PORTS[security])
     timeout = float(config.get("connect_timeout_seconds", 30))
+    session = float(config.get("timeout_seconds") or RUN_SECONDS)
     password = password_from(config)
     try:
         if security == "tls":
-            conn: imaplib.IMAP4 = imaplib.IMAP4_SSL(host, port, ssl_context=ssl_context(config), timeout=timeout)
+            conn: imaplib.IMAP4 = _IMAPSSL(
+                host, port, ssl_context=ssl_context(config), timeout=timeout, session_seconds=session
+            )
         else:
-            conn = imaplib.IMAP4(host, port, timeout=timeout)
+            conn = _IMAP(host, port, timeout=timeout, session_seconds=session)
             if security == "starttls":
                 conn.starttls(ssl_context(config))
     except (OSError, imaplib.IMAP4.error) as exc:
@@ -215,6 +265,8 @@ def _close(conn: imaplib.IMAP4) -> None:
         conn.logout()
     except (OSError, imaplib.IMAP4.error):
         pass
+    if isinstance(conn, _Session):
+        conn.cancel_deadline()
 
 
 def _text(value: object) -> str:
