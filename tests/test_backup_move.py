@@ -338,6 +338,40 @@ def test_the_archive_is_on_the_disk_when_backup_says_it_is_written(tmp_path: Pat
     assert synced[-2:] == [str(stick / f".{archive.name}.partial"), str(stick)], synced
 
 
+@pytest.mark.parametrize("into", ["over a workspace", "an empty folder"])
+def test_what_restore_unpacks_is_on_the_disk_before_it_is_swapped_in(tmp_path: Path, monkeypatch, into: str) -> None:
+    """A power cut just after `restore --force`: the renames could reach the disk before the data they name, and the
+    workspace come back with empty files. Every unpacked file and folder is synced where it was unpacked (before the
+    swap), and the folders the renames changed after (what the calls are: the real fsync, recorded)."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    old = Workspace(tmp_path / "old" / "workspace")
+    old.write_text("notes/groceries.md", "# Groceries\neggs\n")
+    old.write_text("tasks/open.md", "- call the plumber\n")
+    archive = tmp_path / "b.tar.gz"
+    assert run_cli("backup", "--workspace", str(old.root), "--out", str(archive)).returncode == 0
+    target = tmp_path / "new" / "workspace"
+    if into == "over a workspace":
+        Workspace(target).write_text("notes/older.md", "older\n")
+    else:
+        target.mkdir(parents=True)
+    monkeypatch.setattr(os, "fsync", fsync)
+    result = run_cli("restore", str(archive), "--workspace", str(target), *(["--force"] if "over" in into else []))
+    assert result.returncode == 0, result.stderr
+    unpacked_into = {Path(p).parent for p in synced if Path(p).parent.name.startswith(".workspace.restore-")}
+    assert len(unpacked_into) == 1, synced  # one folder unpacked into, beside the target or in it
+    unpacked = unpacked_into.pop() / "workspace"
+    restored = [p.relative_to(target) for p in [target, *target.rglob("*")]]
+    assert {str(unpacked / rel) for rel in restored} <= set(synced), synced
+    after = [str(tmp_path / "new"), str(tmp_path / "new" / "backups")] if "over" in into else [str(target)]
+    assert sorted(synced[-len(after) :]) == after, synced
+
+
 @pytest.mark.parametrize("force", [False, True])
 def test_restore_over_a_folder_that_is_no_workspace_is_refused(tmp_path: Path, force: bool) -> None:
     """`restore ... --workspace . --force` typed in the checkout, not in the workspace: the checkout (its code,

@@ -232,6 +232,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         (*BACKUP, "test_backup_move.py"),
     ),
     Mutation(
+        "restore-not-synced",
+        f"{AF}/backup.py",
+        "        _sync_tree(staging / ARCHIVE_ROOT)",
+        "        pass",
+        "a power cut right after restore --force can leave the workspace with empty files (renamed before the data)",
+        (*BACKUP, "test_backup_move.py"),
+    ),
+    Mutation(
         "new-workspace-warns",
         f"{AF}/workspace/private.py",
         "    if changed and new:",
