@@ -88,6 +88,8 @@ def _reply_turn(fake, start_bot, chat_server, workspace, imap_server, smtp, *, y
     fake.send_message("reply to Anna's mail that I'll come")
     message, buttons = approval_question(fake)
     assert "mail" in message["text"] and "I'll come!" in message["text"]
+    # A reply's arguments name a Message-ID only: the question says who it goes to, as the skill resolves it.
+    assert "goes to: Anna Berg <anna@example.org>" in message["text"], message["text"]
     assert smtp.messages == []  # nothing goes out before the answer
     fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes" if yes else ":no")), message["message_id"])
     fake.wait_for(lambda: any("Answered Anna." in t for t in texts(fake)), timeout=30)

@@ -81,6 +81,9 @@ class Skill:
     #: out (skills/once.py): True when the call matches what the turn's message already did, so it will do
     #: nothing and the gate asks no one about it; None: the skill has no such ledger.
     done_before: Callable[..., bool] | None = None
+    #: ``goes_to(workspace, args, context) -> str | None`` of a skill whose call reaches someone its arguments do
+    #: not name (a mail's reply: the original's sender): who, resolved, for the owner's question; None: not known.
+    goes_to: Callable[..., str | None] | None = None
 
     @property
     def where(self) -> str:
@@ -450,4 +453,5 @@ def _checked_skill(folder: Path, import_module: Callable[[], types.ModuleType]) 
         module_name=module.__name__,
         deprecated=deprecated,
         done_before=done_before if callable(done_before := getattr(module, "done_before", None)) else None,
+        goes_to=goes_to if callable(goes_to := getattr(module, "goes_to", None)) else None,
     )

@@ -29,6 +29,9 @@ A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
   add): True when the call matches an action the
   turn's message already did (the turn run again after a crash), so ``run`` will only say so; the gate then asks
   the owner nothing (nothing will happen). It must agree with ``run``: its ledger's ``earlier``.
+- ``goes_to(workspace, args, context) -> str | None`` (optional): for a call that reaches someone its arguments
+  do not name (``mail``'s reply goes to the original's sender): who, resolved as ``run`` resolves it; the owner's
+  question shows it ("goes to: ..."). None, or a check that fails, shows nothing more.
 
 ``skills.loader`` checks a folder against this contract. Two older forms still load this release, each
 with a warning that names the form above (``DEPRECATED_FORMS``): a ``register()`` function returning

@@ -519,4 +519,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a path padded past 240 characters is cut in the question: the owner confirms a delete of a file not shown",
         ("test_call_path.py",),
     ),
+    Mutation(
+        "mail-question-without-recipient",
+        "skills/mail/__init__.py",
+        '        return ", ".join(_message(workspace, args, context)[1])',
+        "        return None",
+        "the owner confirms a mail reply without being shown who it goes to",
+        ("test_mail_skill.py",),
+    ),
 )

@@ -132,6 +132,7 @@ class CallRunner:
             conversation=turn.conversation_id,
             outside=tuple(turn.outside),
             done_before=self._done_before(call, where, context),
+            goes_to=self._goes_to(call, where, context),
         )
         record.decision = gate.decision.action
         if not gate.allowed:
@@ -157,6 +158,24 @@ class CallRunner:
             feedback = format_skill_result(skill.name, f"Error: {result.error}", limit)
             record.error, record.error_kind = result.error, result.error_kind
         return self._finish_call(skill.name, record, turn, feedback, emit)
+
+    @staticmethod
+    def _goes_to(call: PreparedCall, where: Workspace, context: SkillContext) -> Callable[[], str | None] | None:
+        """Who the call reaches as the skill resolves it (``Skill.goes_to``), for the owner's question; asked only
+        when the owner is asked. A check that fails shows nothing more (the arguments are still shown)."""
+        check = call.skill.goes_to
+        if check is None:
+            return None
+
+        def who() -> str | None:
+            try:
+                found = check(where, call.args_copy(), context)
+            except Exception:  # noqa: BLE001 - a plugin's check must not break the turn
+                log.warning("%s: goes_to failed; the question shows the arguments only", call.skill.name, exc_info=True)
+                return None
+            return str(found) if found else None
+
+        return who
 
     @staticmethod
     def _done_before(call: PreparedCall, where: Workspace, context: SkillContext) -> Callable[[], bool] | None:

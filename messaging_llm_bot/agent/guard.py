@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from assistant_framework.access import feeds_prompt, schedules_work
 from assistant_framework.config.settings import PolicySettings
@@ -82,6 +82,7 @@ class ApprovalRequest(TypedDict):
     reason: str  # why the policy asks
     chat: ChatId
     allow_conversation: bool  # the owner may answer "allow for this conversation"
+    goes_to: NotRequired[str]  # who the call reaches where its arguments do not say (a mail's reply; Skill.goes_to)
 
 
 #: Asks the owner about one call: True (confirm), False (decline) or ``ALLOW_CONVERSATION``.
@@ -278,6 +279,7 @@ class CallGate:
         conversation: str | None = None,
         outside: tuple[str, ...] = (),
         done_before: Callable[[], bool] | None = None,
+        goes_to: Callable[[], str | None] | None = None,
     ) -> GateResult:
         """Decide, asking the owner when needed; a refused call is audited here.
 
@@ -315,7 +317,7 @@ class CallGate:
             )
         if done_before is not None and done_before():
             return GateResult(True, Decision("allow", f"{decision.reason}; done before for this message, not again"))
-        return self._ask_owner(skill, args, caps, decision, chat, approve, offer, conversation, outside)
+        return self._ask_owner(skill, args, caps, decision, chat, approve, offer, conversation, outside, goes_to)
 
     def _decide(
         self,
@@ -353,11 +355,13 @@ class CallGate:
         offer: bool,
         conversation: str | None,
         outside: tuple[str, ...],
+        goes_to: Callable[[], str | None] | None = None,
     ) -> GateResult:
         """A call the policy asks about: the owner's answer (once, or for this conversation when ``offer``);
         no way to ask, an error asking or a no refuses it, audited."""
         shown = shown_args(args, skill.args_schema)
-        size = len(json.dumps(shown, ensure_ascii=False, default=str))
+        who = goes_to() if goes_to is not None and approve is not None else None
+        size = len(json.dumps(shown, ensure_ascii=False, default=str)) + len(who or "")
         if approve is not None and size > QUESTION_ARGS_CHARS:
             self.audit(chat, skill.name, args, "ask", "too_long_to_ask")
             refusal = (
@@ -374,6 +378,8 @@ class CallGate:
             "chat": chat,
             "allow_conversation": offer,
         }
+        if who:
+            request["goes_to"] = who
         answer: bool | str = False
         if approve is not None:
             try:

@@ -76,8 +76,9 @@ def question_text(request: ApprovalRequest, how_to_answer: str = "") -> str:
     args = json.dumps(request.get("args") or {}, ensure_ascii=False)
     if len(args) > MAX_ARGS_CHARS:
         args = args[:MAX_ARGS_CHARS] + "…"
+    goes_to = f"\ngoes to: {request['goes_to']}" if request.get("goes_to") else ""
     text = (
-        f"Confirm this action?\n\nskill: {request.get('skill')}\nargs: {args}\n\n"
+        f"Confirm this action?\n\nskill: {request.get('skill')}\nargs: {args}{goes_to}\n\n"
         f"Why I ask: {request.get('reason', 'the policy asks for confirmation')}."
     )
     return f"{text}\n\n{how_to_answer}" if how_to_answer else text

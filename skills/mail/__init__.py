@@ -91,6 +91,17 @@ def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | N
     return ActionLedger(workspace, SENT_LOG).earlier(turn_run(context), _action(message, to, args["body"])) is not None
 
 
+def goes_to(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str | None:
+    """The recipients of a send or reply, as ``run`` resolves them (a reply's: the original's sender), for the
+    owner's question; None for a draft or a call ``run`` refuses."""
+    if context is None or args.get("action") == "draft":
+        return None
+    try:
+        return ", ".join(_message(workspace, args, context)[1])
+    except ValueError:
+        return None
+
+
 def _message(workspace: Workspace, args: SkillArgs, context: SkillContext) -> tuple[EmailMessage, list[str]]:
     """The mail the call writes and its recipients; ValueError in one sentence for a call that cannot be one."""
     action = args["action"]
