@@ -16,8 +16,8 @@ import pytest
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.collectors import runner as runner_module
 from assistant_framework.collectors.manager import BUILTIN_DIR
-from assistant_framework.collectors.state import load_state
-from assistant_framework.schedules import from_iso
+from assistant_framework.collectors.state import load_state, update_state
+from assistant_framework.schedules import from_iso, to_iso
 from assistant_framework.workspace import Workspace
 from tests.fixtures.collectors.helpers import FakeClock, write_collector
 from tests.telegram_harness import RunningBot, make_runtime, telegram_config
@@ -86,6 +86,32 @@ def test_collectors_run_from_the_cli_while_the_bot_runs_it_runs_nothing(tmp_path
     again = cli_run(config_dir, ws)
     assert again.returncode == 0, again
     assert load_state(ws, "slow").runs == 2
+
+
+def test_the_bot_waits_for_a_run_another_process_makes_instead_of_trying_it_five_times_a_second(tmp_path):
+    config_dir, ws, manager = setup(tmp_path)
+    past = datetime.now(UTC) - timedelta(minutes=1)
+    update_state(
+        ws, "slow", last_start=to_iso(past - timedelta(minutes=10)), last_end=to_iso(past), next_run=to_iso(past)
+    )
+    runner = CollectorRunner(manager, ws)  # the bot's runner: the collector is due
+    assert runner.due() == ["slow"]
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "messaging_llm_bot.cli", "collectors", "run", "slow"]
+        + ["--config", str(config_dir), "--workspace", str(ws.root)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: ws.read_jsonl("collectors/slow/log.jsonl"), what="the command's run began", timeout=30)
+        assert runner.is_running("slow")
+        assert runner.due() == []  # not started to be skipped, again and again
+        assert runner.seconds_until_next() == runner_module.MAX_LOOP_SLEEP
+    finally:
+        ws.write_text("collectors/slow/go", "")
+        out, _ = cli.communicate(timeout=60)
+    assert cli.returncode == 0, out
+    assert not runner.is_running("slow") and runner.due() == []  # its next run is ten minutes after the command's
 
 
 def test_a_run_abandoned_at_its_timeout_keeps_another_process_out_until_its_thread_ends(tmp_path):

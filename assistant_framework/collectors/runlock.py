@@ -48,3 +48,12 @@ def take_run_lock(workspace: Workspace, name: str) -> RunLock | None:
         os.close(fd)
         raise
     return RunLock(fd)
+
+
+def runs_elsewhere(workspace: Workspace, name: str) -> bool:
+    """Whether collector ``name``'s run lock is held now: by another process, when this one is not running it."""
+    lock = take_run_lock(workspace, name)
+    if lock is None:
+        return True
+    lock.release()
+    return False

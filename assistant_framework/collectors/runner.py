@@ -34,7 +34,7 @@ from assistant_framework.collectors.outcome import (
     run_in_worker,
     snapshot,
 )
-from assistant_framework.collectors.runlock import RunLock, take_run_lock
+from assistant_framework.collectors.runlock import RunLock, runs_elsewhere, take_run_lock
 from assistant_framework.collectors.spec import CollectorItem
 from assistant_framework.collectors.state import load_state, merge_sources, update_state
 from assistant_framework.collectors.triage import TriageBudget, ask_model, ask_rules
@@ -190,11 +190,14 @@ class CollectorRunner:
             return True
 
     def is_running(self, name: str) -> bool:
+        """Whether a run of ``name`` is going on, in this process or another (the scheduler waits for it: a
+        run it tried meanwhile would be skipped, and tried again at once, five times a second)."""
         with self._lock:
-            if name not in self._busy:
-                return False
-            holder = self._busy[name]
-            return holder is None or holder.is_alive()
+            if name in self._busy:
+                holder = self._busy[name]
+                if holder is None or holder.is_alive():
+                    return True
+        return runs_elsewhere(self.workspace, name)
 
     def _next_run(
         self, collector: Collector, outcome: RunOutcome, started_at: datetime, failures_before: int, now: datetime

@@ -363,6 +363,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_collectors_clock.py",),
     ),
     Mutation(
+        "collector-run-elsewhere-retried",
+        f"{AF}/collectors/runner.py",
+        "        return runs_elsewhere(self.workspace, name)",
+        "        return False",
+        "while `collectors run NAME` runs a due collector the bot tries it five times a second, each try skipped",
+        ("test_collectors_clock.py",),
+    ),
+    Mutation(
         "collector-wait-after-clock-back",
         f"{AF}/collectors/runner.py",
         "        if collector.cron or collector.interval_seconds is None:",
