@@ -67,6 +67,40 @@ def test_feed_url_secrets_stay_out_of_the_workspace_the_output_and_the_backup(tm
     assert server.requests_to("/news.xml")[-1].status == 304
 
 
+def test_a_feed_url_with_a_token_in_its_path_leaves_no_trace_of_it(tmp_path):
+    """Private podcast feeds carry their token in the path (``/feed/<token>.rss``, ``/rss/<token>``), where no
+    query rule finds it: the URL was kept whole in the items, the feeds' status, the cursor's keys, the memory
+    index, the runs and every backup. Through the real CLI: fetched with the token, stored and shown without."""
+    podcast, members = "Zp4Qm8Rt2Wx6Yv9Bn3Kd", "Lk7Hs2Dq9Fz4Jc6Vb1Nm"
+    with StaticHTTPServer() as srv:
+        srv.add(f"/feed/{podcast}.rss", (FIXTURES / "news_rss2.xml").read_bytes(), content_type="application/rss+xml")
+        srv.add(f"/rss/{members}", (FIXTURES / "blog_atom.xml").read_bytes(), content_type="application/atom+xml")
+        feeds = [srv.url(f"/feed/{podcast}.rss"), srv.url(f"/rss/{members}"), srv.url(f"/rss/{members}x")]
+        config = tmp_path / "config"
+        (config / "collectors").mkdir(parents=True)
+        (config / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
+        (config / "collectors" / "rss.json").write_text(json.dumps({"enabled": True, "feeds": feeds}))
+        ws = Workspace(tmp_path / "ws")
+        run = assistant("collectors", "run", "rss", "--config", str(config), "--workspace", str(ws.root))
+        assert srv.requests_to(f"/feed/{podcast}.rss")[0].status == 200  # fetched with its token
+        search = assistant("memory", "search", "bridge", "--workspace", str(ws.root), "--json")
+        host = srv.url("/").rstrip("/")
+    said = run.stdout + run.stderr
+    assert run.returncode == 0 and "HTTP 404" in said and f"{host}/rss/***" in said, said  # the one that failed
+    assert search.returncode == 0 and "Bridge" in search.stdout, search.stdout + search.stderr
+    assert {i["feed_url"] for i in ws.read_jsonl("collectors/rss/items.jsonl")} == {
+        f"{host}/feed/***",
+        f"{host}/rss/***",
+    }
+    backup = assistant("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
+    assert backup.returncode == 0, backup.stderr
+    archive = gzip.decompress((tmp_path / "b.tar.gz").read_bytes()).decode("latin-1")
+    stored = "\n".join(p.as_posix() + "\n" + p.read_text("latin-1") for p in ws.root.rglob("*") if p.is_file())
+    assert (ws.root / "memory" / "index.sqlite3").is_file()
+    for secret in (podcast, members):
+        assert secret not in stored and secret not in archive and secret not in said + search.stdout, secret
+
+
 def test_a_cursor_keyed_by_the_whole_url_is_taken_over_and_dropped(tmp_path, server):
     news = server.url(f"/news.xml?token={TOKEN}")
     ws = Workspace(tmp_path / "ws")

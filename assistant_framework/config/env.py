@@ -67,14 +67,16 @@ def _secret_param(name: str) -> bool:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The secret parts of ``url``: a password in it (``user:pass@``) and the values of query parameters whose
-    names look secret (``token``, ``api_key``, ``key``, ``sig``...)."""
+    """The secret parts of ``url``: a password in it (``user:pass@``), path segments that look like tokens
+    (``looks_like_token``: a private podcast's ``/feed/<token>.rss``, ``/rss/<token>``) and the values of query
+    parameters whose names look secret (``token``, ``api_key``, ``key``, ``sig``...)."""
     try:
         parts = urlsplit(url)
         password = parts.password
     except ValueError:  # not a URL after all (a bad port, a stray bracket): nothing to find in it
         return []
     found = [password] if password else []
+    found += [segment for segment in parts.path.split("/") if looks_like_token(segment)]
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
         if value and _secret_param(name):
             found.append(value)
@@ -89,11 +91,12 @@ def url_without_secrets(url: str) -> str:
     netloc = parts.netloc
     if parts.password:
         netloc = f"{parts.username or ''}:{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    path = "/".join(REDACTED if looks_like_token(segment) else segment for segment in parts.path.split("/"))
     query = "&".join(
         f"{name}={REDACTED}" if value and _secret_param(name) else f"{name}={value}"
         for name, value in parse_qsl(parts.query, keep_blank_values=True)
     )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, path, query, parts.fragment))
 
 
 def looks_like_token(text: str) -> bool:

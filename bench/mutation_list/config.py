@@ -82,6 +82,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "skills list, doctor and the bot log show an MCP server URL's password and token",
         MCP_SECRETS,
     ),
+    Mutation(
+        "url-path-token-kept",
+        f"{AF}/config/env.py",
+        '    found += [segment for segment in parts.path.split("/") if looks_like_token(segment)]',
+        "    found += []",
+        "a private podcast feed's /feed/<token>.rss is stored whole in items, status, the index and every backup",
+        ("test_collectors_rss_secrets.py",),
+    ),
     # -- redaction of echoed secrets (redaction.py) ----------------------------------------------------
     Mutation(
         "redaction-whole-secrets-only",

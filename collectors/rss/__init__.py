@@ -2,8 +2,8 @@
 
 Fetching uses ``requests`` (timeouts, ETag/Last-Modified) and parsing uses
 ``feedparser``. Entries are deduplicated by id across runs through the
-collector cursor in ``state/collectors/rss.json``. A feed URL's secrets (a token in its query, a password)
-are fetched with but never written: state, status, items and errors name the feed by the URL without them
+collector cursor in ``state/collectors/rss.json``. A feed URL's secrets (a token in its query or path, a
+password) are fetched with but never written: state, status, items and errors name the feed by the URL without them
 (``assistant_framework.redaction.url_key``), so they stay out of the workspace, its backups and the logs.
 """
 
