@@ -101,6 +101,44 @@ def test_a_feed_url_with_a_token_in_its_path_leaves_no_trace_of_it(tmp_path):
         assert secret not in stored and secret not in archive and secret not in said + search.stdout, secret
 
 
+def test_what_an_older_version_wrote_with_a_path_token_is_rewritten_without_it(tmp_path):
+    """An older version wrote a path-token feed's URL whole into its cursor, feeds.json, items, runs and digests: at
+    the first run that takes the older cursor or status over, the URL in them is rewritten as shown, nothing else
+    changes (the item is still there, found by memory search), and no file or backup holds the token any more."""
+    podcast, gone_token = "Zp4Qm8Rt2Wx6Yv9Bn3Kd", "Qw3Er5Ty7Ui9Op2As4Df"
+    with StaticHTTPServer() as srv:
+        srv.add(f"/feed/{podcast}.rss", (FIXTURES / "news_rss2.xml").read_bytes(), content_type="application/rss+xml")
+        feed, gone = srv.url(f"/feed/{podcast}.rss"), srv.url(f"/rss/{gone_token}")
+        host = srv.url("/").rstrip("/")
+        ws = Workspace(tmp_path / "ws")
+        # As the older version left them: the feed fetched once, the other one failing.
+        ws.write_json("state/collectors/rss.json", {"cursor": {"feeds": {feed: {"seen": ["town-news-1"]}}}})
+        ws.write_json(
+            "collectors/rss/feeds.json", {feed: {"name": feed}, gone: {"last_error": f"feed {gone}: HTTP 404"}}
+        )
+        ws.append_jsonl(
+            "collectors/rss/items.jsonl", {"id": "town-news-1", "feed": feed, "feed_url": feed, "title": "x"}
+        )
+        ws.append_jsonl("collectors/rss/runs.jsonl", {"sources": {feed: {"ok": True}, gone: {"error": f"feed {gone}"}}})
+        ws.write_text("collectors/rss/digest/2025-01-06.md", f"# Feeds digest 2025-01-06\n\n### {feed}\n- x\n")
+        config = tmp_path / "config"
+        (config / "collectors").mkdir(parents=True)
+        (config / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
+        (config / "collectors" / "rss.json").write_text(json.dumps({"enabled": True, "feeds": [feed, gone]}))
+        run = assistant("collectors", "run", "rss", "--config", str(config), "--workspace", str(ws.root))
+    assert run.returncode == 0, run.stdout + run.stderr
+    items = ws.read_jsonl("collectors/rss/items.jsonl")
+    assert items[0] == {"id": "town-news-1", "feed": f"{host}/feed/***", "feed_url": f"{host}/feed/***", "title": "x"}
+    assert [i["id"] for i in items] == ["town-news-1", "town-news-2"]  # the one seen before is not taken again
+    assert f"### {host}/feed/***" in ws.read_text("collectors/rss/digest/2025-01-06.md")
+    backup = assistant("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
+    assert backup.returncode == 0, backup.stderr
+    archive = gzip.decompress((tmp_path / "b.tar.gz").read_bytes()).decode("latin-1")
+    stored = "\n".join(p.as_posix() + "\n" + p.read_text("latin-1") for p in ws.root.rglob("*") if p.is_file())
+    for secret in (podcast, gone_token):
+        assert secret not in stored and secret not in archive and secret not in run.stdout + run.stderr, secret
+
+
 def test_a_cursor_keyed_by_the_whole_url_is_taken_over_and_dropped(tmp_path, server):
     news = server.url(f"/news.xml?token={TOKEN}")
     ws = Workspace(tmp_path / "ws")

@@ -403,6 +403,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_collectors_rss_secrets.py",),
     ),
     Mutation(
+        "rss-older-token-url-kept",
+        "collectors/rss/__init__.py",
+        '            _scrub_older_runs(workspace, feed["url"], url_without_secrets(feed["url"]))',
+        "            pass",
+        "the items, runs and digests an older version wrote with a feed's path token keep it, in every backup",
+        ("test_collectors_rss_secrets.py",),
+    ),
+    Mutation(
         "jobs-run-log-uncapped",
         f"{AF}/jobs/runs.py",
         "        self.workspace.append_jsonl(RUNS_FILE, record, RUNS_CAP)",

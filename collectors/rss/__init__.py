@@ -103,6 +103,9 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
     report: dict[str, SourceReport] = {}
     feeds = feed_list(config)
     order = {url_without_secrets(feed["url"]): index for index, feed in enumerate(feeds)}
+    for feed in feeds:  # before today's digest is read: it may be one of them
+        if (feed["url"] in feeds_cursor or feed["url"] in status) and url_key(feed["url"]) != feed["url"]:
+            _scrub_older_runs(workspace, feed["url"], url_without_secrets(feed["url"]))
     day = now.date().isoformat()
     digest_rel = f"{BASE}/digest/{day}.md"  # for reading; the memory index keeps items.jsonl (one hit per item)
     digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
@@ -146,6 +149,17 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
         }
         workspace.write_json(f"{BASE}/feeds.json", status)
     return _run_result(new_items, errors, report, len(feeds))
+
+
+def _scrub_older_runs(workspace: Workspace, url: str, shown: str) -> None:
+    """The files an older version wrote the whole URL into (its secret in the path was not known as one): the
+    items, the runs and the digests, rewritten with the URL as shown. Once: while its older cursor or status is there;
+    under the appends' lock, so a line appended meanwhile is kept."""
+    for rel in [f"{BASE}/items.jsonl", f"{BASE}/runs.jsonl", *workspace.list(f"{BASE}/digest/*.md")]:
+        with workspace.lock(rel):
+            text = workspace.read_text(rel, default="")
+            if url in text:
+                workspace.write_text(rel, text.replace(url, shown))
 
 
 def _fetch_one(
