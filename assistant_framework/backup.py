@@ -291,7 +291,11 @@ def _read_to_end(tar: tarfile.TarFile, room: int) -> None:
             if room < 0:
                 raise BackupError("the archive goes on past its last file, over the limit of a restore: refused")
     except gzip.BadGzipFile as exc:
-        raise BackupError(f"the archive is damaged ({exc}): refused, nothing written") from None
+        raise _damaged(exc) from None
+
+
+def _damaged(exc: gzip.BadGzipFile) -> BackupError:
+    return BackupError(f"the archive is damaged ({exc}): refused, nothing written")
 
 
 def _free_disk(target: Path) -> tuple[Path, int]:
@@ -350,6 +354,8 @@ def restore(
                 raise RestoreRefused(f"{exc}; nothing written") from None
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise BackupError(f"{source}: not a readable .tar.gz ({exc}); nothing restored") from None
+    except gzip.BadGzipFile as exc:  # a stream a flipped bit ended early fails its checksum among tar's headers
+        raise _damaged(exc) from None
     except OSError as exc:
         raise BackupError(f"{source}: could not be restored ({exc}); {target} is as it was") from None
 

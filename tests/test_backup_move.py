@@ -298,6 +298,21 @@ def test_a_damaged_archive_is_refused_not_restored_with_damaged_files(tmp_path: 
     assert checked >= 10
 
 
+def test_a_damaged_archive_whose_stream_ends_among_its_files_is_refused_as_damaged(tmp_path: Path) -> None:
+    """A flipped bit can end deflate's stream early, so tar reads to gzip's end among its headers, and the checksum
+    failed there, not where the restore reads on to it: "could not be restored (CRC check failed ...); ... is as it
+    was" (it failed now and then in the test above, by the archive's timestamps). Made so here: the stream ends
+    after the first files, and its checksum is wrong."""
+    whole = gzip.decompress(_archive(tmp_path).read_bytes())
+    cut = whole[: 3 * tarfile.BLOCKSIZE]  # the workspace/ folder and what follows it: no end marker
+    damaged = bytearray(gzip.compress(cut))
+    damaged[-8] ^= 0x01  # the CRC-32
+    (tmp_path / "damaged.tar.gz").write_bytes(bytes(damaged))
+    result = run_cli("restore", str(tmp_path / "damaged.tar.gz"), "--workspace", str(tmp_path / "r"))
+    assert result.returncode == 2 and "is damaged" in result.stderr and "nothing" in result.stderr, result.stderr
+    assert not (tmp_path / "r").exists()
+
+
 def _unpacks_to(archive: bytes) -> bytes | None:
     try:
         return gzip.decompress(archive)
