@@ -163,6 +163,15 @@ WHOLE_ARG_CHARS = 2000
 QUESTION_ARGS_CHARS = 1400
 
 
+def too_long_to_ask(reason: str, size: int) -> str:
+    """What the model reads of a call whose arguments the question cannot show whole (not asked, not done)."""
+    return (
+        f"This call needs the owner's confirmation ({reason}), but its arguments are too long to show the owner "
+        f"whole ({size} characters, at most {QUESTION_ARGS_CHARS}); it was not done. Shorten them (fewer or "
+        "shorter recipients, a shorter subject or path) or tell the user."
+    )
+
+
 def _shown_whole(schema: object, key: str) -> bool:
     """The skill's schema bounds the string argument ``key`` at ``WHOLE_ARG_CHARS`` or fewer characters."""
     fields = schema.get("properties") if isinstance(schema, dict) else None
@@ -364,12 +373,7 @@ class CallGate:
         size = len(json.dumps(shown, ensure_ascii=False, default=str)) + len(who or "")
         if approve is not None and size > QUESTION_ARGS_CHARS:
             self.audit(chat, skill.name, args, "ask", "too_long_to_ask")
-            refusal = (
-                f"This call needs the owner's confirmation ({decision.reason}), but its arguments are too long to "
-                f"show the owner whole ({size} characters, at most {QUESTION_ARGS_CHARS}); it was not done. "
-                "Shorten them (fewer or shorter recipients, a shorter subject or path) or tell the user."
-            )
-            return GateResult(False, decision, refusal)
+            return GateResult(False, decision, too_long_to_ask(decision.reason, size))
         request: ApprovalRequest = {
             "skill": skill.name,
             "args": shown,

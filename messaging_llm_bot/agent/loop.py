@@ -307,9 +307,7 @@ class Agent(SessionCalls):
         self, turn: TurnRecord, message: AgentMessage, context: SkillContext, emit: Emit
     ) -> tuple[str, bool]:
         conversation_id = turn.conversation_id
-        # "untrusted" in the log row: a later recall of this turn (or of the reply) is outside content too.
-        # "private": the owner's own words in their own chat (not a guest's, a group's or a served client's), whose
-        # facts are taken (``extract_facts``) and whose day's episode feeds the profile (memory/episodes.py).
+        # "private": the owner's own words (episodes.guests_day); "untrusted": a recall of it is outside content.
         meta: dict[str, object] = {"private": turn.extract_facts, **({"untrusted": True} if turn.untrusted else {})}
         # The images' files go with both lines: memory search finds a picture by its caption and by what
         # the model said it shows (memory/sources.py, turn_text).
