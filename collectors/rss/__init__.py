@@ -103,14 +103,11 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
     report: dict[str, SourceReport] = {}
     feeds = feed_list(config)
     order = {url_without_secrets(feed["url"]): index for index, feed in enumerate(feeds)}
-    for feed in feeds:  # before today's digest is read: it may be one of them
-        if (feed["url"] in feeds_cursor or feed["url"] in status) and url_key(feed["url"]) != feed["url"]:
-            _scrub_older_runs(workspace, feed["url"], url_without_secrets(feed["url"]))
+    _scrub_older_urls(workspace, feeds, [*feeds_cursor, *status])  # before today's digest is read: it may be one
     day = now.date().isoformat()
     digest_rel = f"{BASE}/digest/{day}.md"  # for reading; the memory index keeps items.jsonl (one hit per item)
     digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
     stamp = now.isoformat(timespec="seconds")
-
     for feed, result, error in fetch_all(feeds, lambda feed: _fetch_one(feed, feeds_cursor, config)):
         url, shown = url_key(feed["url"]), url_without_secrets(feed["url"])
         if url != feed["url"]:  # the whole URL, as an older run keyed it, goes
@@ -149,6 +146,13 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
         }
         workspace.write_json(f"{BASE}/feeds.json", status)
     return _run_result(new_items, errors, report, len(feeds))
+
+
+def _scrub_older_urls(workspace: Workspace, feeds: list[Feed], older_keys: list[str]) -> None:
+    """Each feed with a secret whose whole URL keys an older cursor or status: ``_scrub_older_runs``."""
+    for feed in feeds:
+        if feed["url"] in older_keys and url_key(feed["url"]) != feed["url"]:
+            _scrub_older_runs(workspace, feed["url"], url_without_secrets(feed["url"]))
 
 
 def _scrub_older_runs(workspace: Workspace, url: str, shown: str) -> None:
