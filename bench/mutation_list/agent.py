@@ -517,8 +517,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         f"{BOT}/agent/guard.py",
         "if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS and not _shown_whole(schema, key):",
         "if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS:",
-        "a mail's padded `to` is cut in the question and the owner's Confirm sends to the hidden address",
-        ("test_mail_skill.py",),
+        "a bounded argument (a file's path, a mail's `to`) is cut in the question: the owner confirms what was hidden",
+        ("test_mail_skill.py", "test_call_path.py"),
     ),
     Mutation(
         "question-too-long-asked",
