@@ -107,7 +107,8 @@ def test_telegram_5xx_while_sending_is_retried(fake, start_bot, chat_server):
     chat_server.enqueue('{"reply": "arrived anyway"}')
     fake.send_message("hi", user_id=OWNER)
     assert fake.wait_for_messages(OWNER, 1)[0]["text"] == "arrived anyway"
-    calls = fake.calls("sendMessage")
+    # The fake shows a sent message before it records the call that sent it: wait for the record.
+    calls = fake.wait_for(lambda: (lambda c: c if len(c) >= 3 else None)(fake.calls("sendMessage")), timeout=10)
     assert [c["status"] for c in calls] == [502, 502, 200]
     # Tried again after 0.25 s, then 0.5 s (the default's doubling: send.BACKOFF_BASE_SECONDS).
     assert calls[1]["at"] - calls[0]["at"] >= 0.25 and calls[2]["at"] - calls[1]["at"] >= 0.5
