@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -60,6 +60,7 @@ class Albums(Generic[Part]):
         self.quiet, self.max_wait, self._clock = quiet, max_wait, clock
         self._open: dict[str, _Album[Part]] = {}
         self._taken: dict[Hashable, None] = {}  # parts answered in an earlier part's turn (insertion order)
+        self._answering: dict[Hashable, list[Part]] = {}  # a part whose turn runs -> the rest of its album
 
     def arrived(self, part: Part, *, left: bool = False) -> None:
         """Note an album part as it arrives, before the turns of its chat (queued in order) run. ``left``: a part
@@ -104,3 +105,19 @@ class Albums(Generic[Part]):
         while len(self._taken) > MAX_TAKEN:
             del self._taken[next(iter(self._taken))]
         return [part, *others]
+
+    async def answer(self, part: Part, answer: Callable[[], Awaitable[None]]) -> None:
+        """``answer()`` ``part`` with the rest of its album (``rest`` while it runs: the turn reads them and
+        completes them with it); a part an earlier part's turn answered is passed over."""
+        if self.taken(part):
+            return
+        _first, *rest = await self.gather(part)
+        self._answering[self.ident(part)] = rest
+        try:
+            await answer()
+        finally:
+            self._answering.pop(self.ident(part), None)
+
+    def rest(self, part: Part) -> list[Part]:
+        """The rest of the album ``part``'s turn answers (``answer``), or none."""
+        return self._answering.get(self.ident(part), [])

@@ -77,6 +77,8 @@ class ChannelIntake:
     ) -> None:
         self.turns, self.queues, self.tasks, self.storage = turns, queues, tasks, storage
         self.wait, self.stopping, self.lost, self.queue_of, self.taken = wait, stopping, lost, queue_of, taken
+        self.fetched: dict[str, tuple[InboxItem, Arrival]] = {}  # stored by ``store_all``, not yet handed on
+        self._unsynced_from: str | None = None  # the first of them not yet fsynced (``first_unsynced``)
 
     @property
     def inbox(self) -> Inbox:
@@ -143,23 +145,38 @@ class ChannelIntake:
 
     async def store_all(
         self, arrivals: Sequence[Arrival], say: Callable[[Arrival], Say], *, synced: bool = True
-    ) -> tuple[int, list[InboxItem]]:
-        """Store ``arrivals`` before the platform is told they came: (how many leading ones are stored, or were
-        before; the rest, from one a stop ended while it was held, wait for the platform to deliver them again),
-        the items stored now, for ``take``'s ``stored``. A burst goes in one batch (``Inbox.accept_many``: the file
-        system commits its fsyncs together); one at a time after that (what the batch did not store, or all when
-        it failed), held while the inbox cannot store (``_store``; ``say``: each one's chat). ``synced=False``:
-        written, not yet fsynced (``Inbox.accept_many``): the platform may be told only after ``sync_stored``."""
+    ) -> int:
+        """Store ``arrivals`` (in the platform's order) before the platform is told they came: how many leading ones
+        are stored, or were before; the rest, from one a stop ended while it was held, wait for the platform to
+        deliver them again. Each stored now waits in ``fetched``, with what was read of it, for ``take``'s
+        ``stored``. A burst goes in one batch (``Inbox.accept_many``: the file system commits its fsyncs
+        together); one at a time after that (what the batch did not store, or all when it failed), held while the
+        inbox cannot store (``_store``; ``say``: each one's chat). ``synced=False``: written, not yet fsynced
+        (``Inbox.accept_many``): the platform may be told only what ``first_unsynced`` allows."""
         items = await asyncio.to_thread(self._store_batch, arrivals, synced) if len(arrivals) > 1 else {}
+        count = len(arrivals)
         for index, arrival in enumerate(arrivals):
             if arrival.source_id in items or self.inbox.seen(arrival.source_id, arrival.fingerprint):
                 continue
             item = await self._store(arrival, say(arrival), synced)
             if item is False:
-                return index, list(items.values())
+                count = index
+                break
             if item is not None:
                 items[arrival.source_id] = item
-        return len(arrivals), list(items.values())
+        stored = [arrival for arrival in arrivals if arrival.source_id in items]
+        if stored and not synced and self._unsynced_from is None:
+            self._unsynced_from = stored[0].source_id
+        self.fetched.update((arrival.source_id, (items[arrival.source_id], arrival)) for arrival in stored)
+        return count
+
+    async def first_unsynced(self) -> str | None:
+        """The first message ``store_all(synced=False)`` stored that is not on disk yet, ``sync_stored`` tried
+        first: the platform is told of none from it on (it delivers them again; the inbox knows them, and their
+        turns are not started twice); None once all is."""
+        if self._unsynced_from is not None and await self.sync_stored():
+            self._unsynced_from = None
+        return self._unsynced_from
 
     async def sync_stored(self) -> bool:
         """What ``store_all(synced=False)`` stored, made durable (``Inbox.sync_accepted``): True when all of it is.

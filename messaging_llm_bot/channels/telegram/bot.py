@@ -1,18 +1,9 @@
-"""The Telegram bot, assembled: python-telegram-bot's ``ExtBot`` as the Bot API client (with our rate limiter), our
-own loop of getUpdates or the shared webhook listener, run as a channel on an event loop of its own
-(conversation/service.py: the lock, the stop, the turns' deadline, the job scheduler).
+"""The Telegram bot, assembled: python-telegram-bot's ``ExtBot`` as the Bot API client (with our rate limiter),
+our own getUpdates loop or the shared webhook listener, run as a channel (conversation/service.py).
 
-Each update (``dispatch``): the allowlist (telegram/access.py) first; then button presses of confirmations
-(telegram/approval.py) and of /reset's question at once (a turn may wait for one); commands and every message the
-model reads to the shared intake (telegram/intake.py over conversation/intake.py: a turn in telegram/turn.py); the
-rest in its chat's queue (conversation/chatqueue.py: a bound per chat, the owner's turns first). An edited message
-runs nothing.
-
-Start-up: a lock file in the workspace (one bot per workspace), getMe, replay of inbox items a crash
-left unanswered, then long polling (or the webhook). Once the first getUpdates is on its way, the rest starts
-beside it: the skill and collector plugins load (a message that arrives first waits for them), setMyCommands,
-reminders and the morning digest, collectors and memory upkeep in the background. A 409 Conflict (another
-instance polls the same token) stops the bot with a clear message and exit code 1.
+Each update (``dispatch``): the allowlist (telegram/access.py) first; button presses at once (a turn may wait
+for one); commands and the messages the model reads to the intake (telegram/intake.py); the rest in its chat's
+queue. An edited message runs nothing. Start-up and the 409 stop: docs/telegram.md.
 """
 
 from __future__ import annotations
@@ -31,6 +22,7 @@ from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError, 
 from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
+from assistant_framework.config.settings.bot_api import api_urls
 from assistant_framework.inbox import Inbox
 from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.telegram.access import Access
@@ -39,7 +31,7 @@ from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.intake import TelegramIntake
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.channels.telegram.send import send_to
-from messaging_llm_bot.channels.telegram.settings import api_urls, chat_of, is_command
+from messaging_llm_bot.channels.telegram.settings import chat_of, is_command
 from messaging_llm_bot.channels.telegram.turn import TelegramTurns
 from messaging_llm_bot.conversation.commands import COMMANDS
 from messaging_llm_bot.conversation.pairing import Pairing

@@ -1,9 +1,6 @@
-"""Updates into the durable inbox through the shared intake (conversation/intake.py's ``ChannelIntake``): each
-model-bound update is stored before Telegram is told it arrived (the next ``getUpdates`` offset), then, in its
-chat's order, joined to the sender's running turn or queued (``take``); what a crash left is answered first, and
-job runs take their place in the owner's queue the same way. A command goes to the shared intake too
-(``command``: ``/stop`` at once, the rest in the chat's order). Here: which updates the model answers, what the
-shared intake reads of one, /reset's buttons, and the short answer to a message it cannot read."""
+"""Updates into the shared intake (conversation/intake.py's ``ChannelIntake``, docs/channels.md): each
+model-bound update stored before Telegram is told it arrived, then taken in its chat's order. Here: which updates
+the model answers, what the shared intake reads of one, /reset's buttons, a short answer to what it cannot read."""
 
 from __future__ import annotations
 
@@ -53,9 +50,6 @@ class TelegramIntake:
         self.access = access
         self.turns = turns
         self.shared = shared  # stores, refuses beyond the bound, joins or queues (conversation/intake.py)
-        self.items: dict[str, InboxItem] = {}  # update id -> its item, stored when it was fetched
-        self._arrivals: dict[str, Arrival] = {}  # update id -> what was read of it then (``take`` reads it once)
-        self._unconfirmed: int | None = None  # the first update id stored and not yet synced (``confirmable``)
         # One update at a time from storing to its place in its chat's queue (and a webhook's POSTs from storing to
         # their dispatch): Telegram's order holds per chat.
         self.order = asyncio.Lock()
@@ -117,44 +111,32 @@ class TelegramIntake:
             except Exception:  # noqa: BLE001 - one odd update must not stall polling; its dispatch tries again
                 log.exception("telegram: could not read update %s for the inbox", update.update_id)
         arrivals = [arrival for _, arrival in bound.values()]
-        count, items = await self.shared.store_all(
+        count = await self.shared.store_all(
             arrivals, lambda arrival: self.say(bound[arrival.source_id][0]), synced=synced
         )
-        if items and not synced:
-            first = min(int(item.source_id) for item in items)
-            self._unconfirmed = first if self._unconfirmed is None else min(self._unconfirmed, first)
-        self.items.update((item.source_id, item) for item in items)
-        self._arrivals.update((item.source_id, bound[item.source_id][1]) for item in items)
         if count == len(arrivals):
             return updates
         return updates[: updates.index(bound[arrivals[count].source_id][0])]
 
     async def confirmable(self, offset: int) -> int:
-        """The offset the next getUpdates sends (bot.py's poll): ``offset`` once what the last ones stored is
-        on disk (``ChannelIntake.sync_stored``); while the disk fails, no further than the first update not synced
-        (Telegram delivers it again; the inbox knows it, and its turn is not started twice)."""
-        if self._unconfirmed is None:
-            return offset
-        if await self.shared.sync_stored():
-            self._unconfirmed = None
-            return offset
-        return min(offset, self._unconfirmed)
+        """The offset the next getUpdates sends (bot.py's poll): ``offset``, or no further than the first update
+        stored and not yet on disk (``ChannelIntake.first_unsynced``)."""
+        first = await self.shared.first_unsynced()
+        return offset if first is None else min(offset, int(first))
 
     def model_bound(self, update: Update, bot: telegram.Bot) -> bool:
         """True for an update stored when it was fetched, or one the model answers (``take`` stores it now)."""
-        return str(update.update_id) in self.items or self.for_model(update, bot)
+        return str(update.update_id) in self.shared.fetched or self.for_model(update, bot)
 
     async def take(self, update: Update, bot: telegram.Bot) -> None:
         """A model-bound update, in arrival order (``order``), to the shared intake: stored when it was fetched
         or now, a duplicate dropped, over its chat's bound refused, joined to the sender's running turn or
         queued in its chat (its turn: ``TelegramTurns.answer``, with its album)."""
-        key = str(update.update_id)
-        stored = self.items.pop(key, None)
+        stored, arrival = self.shared.fetched.pop(str(update.update_id), (None, None))
         if stored is not None:
             stored.received = update  # its turn reads the update, not its payload decoded again
         # As read when it was fetched: the update's to_dict once a turn.
-        arrival = self._arrivals.pop(key) if key in self._arrivals else self.arrival(update, bot)
-        await self.shared.take(arrival, self.say(update), stored=stored)
+        await self.shared.take(arrival or self.arrival(update, bot), self.say(update), stored=stored)
 
     async def over_limit(self, update: Update) -> None:
         """A command or a message the model does not read, beyond its chat's ``runtime.max_pending_per_chat``:

@@ -16,9 +16,9 @@ import telegram
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.request import HTTPXRequest
 
+from assistant_framework.config.settings.bot_api import OFFICIAL_BASE_URL
 from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.setup import FirstSender
-from messaging_llm_bot.channels.telegram.settings import OFFICIAL_BASE_URL
 
 T = TypeVar("T")
 

@@ -1,12 +1,7 @@
-"""Telegram's rate budget spent on replies first (conversation/ratelimit.py), as python-telegram-bot's rate limiter.
-
-Telegram allows a bot about 30 messages a second and 20 a minute per group. PTB's ``AIORateLimiter`` counts
-every call alike, so typing actions and intermediate streaming edits took two of every three calls and
-delayed replies under load. Here **replies** (everything by default: ``sendMessage``, the final edit, deletes,
-answers to buttons) wait for the budget in arrival order; **optional** calls (``sendChatAction``, and calls
-made with ``rate_limit_args={"optional": True}``: the progress message and its intermediate edits) raise
-``BudgetSkipped`` at once when they must give way, and the caller moves on. A ``RetryAfter`` from Telegram
-pauses every call for the time it names and is raised to the caller.
+"""Telegram's rate budget spent on replies first (conversation/ratelimit.py), as python-telegram-bot's rate limiter
+(docs/telegram.md, "Replies"): PTB's ``AIORateLimiter`` counted every call alike, so typing and streaming edits
+delayed replies under load. **Optional** calls (``sendChatAction``, calls with ``rate_limit_args={"optional":
+True}``) raise ``BudgetSkipped`` at once when they must give way; a ``RetryAfter`` pauses every call.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class TelegramSteps(Steps):
     def telegram_base_url(self) -> str | None:
         """The Bot API server: ``--telegram-base-url`` as users write it (http://host:8081, with or
         without /bot), else the one configured; None for Telegram's own."""
-        from messaging_llm_bot.channels.telegram.settings import BotApiAddressError, bot_api_urls
+        from assistant_framework.config.settings.bot_api import BotApiAddressError, bot_api_urls
 
         given = self.a.telegram_base_url
         if given is None:
@@ -142,7 +142,7 @@ class TelegramSteps(Steps):
     def _accepted(self, token: str, me: JsonObject, base_url: str | None, *, written: bool) -> None:
         """The token getMe accepted: said, and written to the config (``written``: not the environment's or
         the kept one), with the Bot API server's address when one was given."""
-        from messaging_llm_bot.channels.telegram.settings import bot_api_urls
+        from assistant_framework.config.settings.bot_api import bot_api_urls
 
         self.io.say(f"Telegram: the token works; your bot is @{me.get('username')} ({me.get('first_name', '')}).")
         if written:

@@ -73,7 +73,6 @@ class TelegramTurns(ChatTurns):
         self.approvals = approvals
         # Photos sent together: one turn (conversation/albums.py); the intake notes each part as it is stored.
         self.albums: Albums[InboxItem] = Albums(album_key, lambda item: item.item_id)
-        self._albums: dict[str, list[InboxItem]] = {}  # item id -> the rest of its album, while it is answered
 
     @property
     def settings(self) -> TelegramSettings:
@@ -81,22 +80,14 @@ class TelegramTurns(ChatTurns):
         return self.runtime.settings.telegram
 
     async def answer(self, item: InboxItem) -> None:
-        """Answer ``item`` and complete it (conversation/chat_turns.py), with the rest of its album
-        (conversation/albums.py) in the same turn, completed with it; a part an earlier part's turn answered
-        with its album is passed over."""
-        if self.albums.taken(item):
-            return
-        _first, *parts = await self.albums.gather(item)
-        self._albums[item.item_id] = parts
-        try:
-            await super().answer(item)
-        finally:
-            self._albums.pop(item.item_id, None)
+        """``item`` answered with the rest of its album in one turn (``Albums.answer``)."""
+        answer = super().answer
+        await self.albums.answer(item, lambda: answer(item))
 
     def message(self, item: InboxItem) -> TurnMessage:
         fetched = item.received  # the update as fetched in this run, else decoded from what was stored
         message = message_of(fetched if isinstance(fetched, Update) else Update.de_json(item.payload, self.bot))
-        parts = self._albums.get(item.item_id, [])
+        parts = self.albums.rest(item)
         user, private = message.from_user, message.chat.type == "private"
         from_owner = user is not None and user.id == self.settings.owner
         to = address(message.chat_id, topic_of(message))  # a forum topic's message is answered in that topic

@@ -1,13 +1,7 @@
-"""Webhook mode: Telegram's POSTs on the shared listener (channels/listener.py: bounded connections, body size and
-timeouts, the security headers), never without a secret.
-
-Telegram sends the secret given to ``setWebhook`` in the ``X-Telegram-Bot-Api-Secret-Token`` header of every
-update; a POST without it or with another one is answered 403 (compared in constant time) and runs nothing.
-Without a configured ``telegram.webhook.secret_token`` anyone who finds the URL could post updates as the owner,
-so one is generated and kept in ``state/webhook_secret``. A valid update is answered 200 only once the inbox holds
-it on disk (bot.py's ``webhook_update``), and then dispatched in its chat's order: a crash after the 200 loses
-nothing. While the inbox cannot store it, the answer is 503 and Telegram sends it again later (its chat is told
-once); it is never held in memory only.
+"""Webhook mode: Telegram's POSTs on the shared listener (channels/listener.py), never without a secret: without
+one, anyone who finds the URL could post updates as the owner, so one is generated into ``state/webhook_secret``.
+A POST without it is answered 403 and runs nothing; a valid update 200 only once the inbox holds it on disk
+(bot.py's ``webhook_update``), else 503 and Telegram sends it again (docs/telegram.md).
 """
 
 from __future__ import annotations
