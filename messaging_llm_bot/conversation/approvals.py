@@ -42,6 +42,8 @@ TIMEOUT_SECONDS = 300.0
 NO_ANSWER = "No answer in time: not done."
 #: What an open question's message says once the bot stopped before the owner answered.
 STOPPED_UNANSWERED = "The bot stopped before an answer came: not done."
+#: What a button pressed on a question no longer open (answered, timed out) shows.
+EXPIRED = "This question has expired."
 #: What "allow for this conversation" means, said wherever it is offered (buttons, a reply, the terminal's c).
 ALLOWANCE = (
     "this skill's calls then run without asking while the outside content named above is all that is in view; "
@@ -280,6 +282,17 @@ class OpenQuestions:
             return False
         future.set_result(answer)
         return True
+
+    def press(self, key: str, choice: str) -> str:
+        """A button (``answer_of_choice``) pressed on the question under ``key``: what its message says now, the
+        choice taken (an allowance the question did not offer: this call only), the bot's stop, or expired."""
+        answer = answer_of_choice(choice)
+        if answer == ALLOW_CONVERSATION and key not in self._offers:
+            answer = True
+        if self.answer(key, answer):
+            return chosen_text(answer)
+        # Not taken but still open: the bot's stop declined it in this very loop pass (its end is on the way).
+        return STOPPED_UNANSWERED if self.is_open(key) else EXPIRED
 
     def decline_all(self, chat: Hashable) -> int:
         """Answer no to every open question in ``chat`` (the owner stopped the turn); how many there were."""

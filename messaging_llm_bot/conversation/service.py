@@ -132,6 +132,7 @@ class ChannelService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._reading: list[asyncio.Task[object]] = []  # what ``stop_taking`` cancels by default (``reading``)
+        self._handling: set[asyncio.Task[None]] = set()  # what ``handle_apart`` started and has not ended
 
     @property
     def stopping(self) -> bool:
@@ -305,6 +306,24 @@ class ChannelService:
         task = asyncio.get_running_loop().create_task(work)
         self._reading.append(task)
         return task
+
+    def handle_apart(self, work: Coroutine[object, object, object], what: str) -> None:
+        """``work`` (one of the platform's updates, ``what``) in a task of its own, started in the order of the
+        calls; its error is logged and ends nothing else. ``handled`` waits for them."""
+
+        async def logged() -> None:
+            try:
+                await work
+            except Exception:  # noqa: BLE001 - one update that fails must not stop the others
+                log.exception("%s: error while handling %s", self.NAME, what)
+
+        task = asyncio.get_running_loop().create_task(logged())
+        self._handling.add(task)
+        task.add_done_callback(self._handling.discard)
+
+    async def handled(self) -> None:
+        """Return once what ``handle_apart`` started has ended."""
+        await asyncio.gather(*self._handling, return_exceptions=True)
 
     async def stop_taking(self) -> None:
         """Stop taking messages (a webhook, an event stream, a poll), once a stop began: by default the ``reading``

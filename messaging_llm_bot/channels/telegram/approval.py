@@ -18,15 +18,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.error import TelegramError
 
 from messaging_llm_bot.agent.guard import ApprovalRequest
-from messaging_llm_bot.conversation.approvals import (
-    ALLOWANCE,
-    STOPPED_UNANSWERED,
-    Answer,
-    OpenQuestions,
-    answer_of_choice,
-    chosen_text,
-    question_text,
-)
+from messaging_llm_bot.conversation.approvals import ALLOWANCE, Answer, OpenQuestions, question_text
 from messaging_llm_bot.conversation.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -86,11 +78,6 @@ class TelegramApprovals:
         query = update.callback_query
         _, token, choice = (query.data or "").split(":")
         await query.answer()
-        # "chat" on a question that did not offer it: this call only
-        answer = answer_of_choice(choice) if self.questions.offered(token) or choice != "chat" else True
-        taken = self.questions.answer(token, answer)
-        # Not taken but still open: the bot's stop declined it in this very loop pass (its end is on the way).
-        stopped = not taken and self.questions.is_open(token)
-        text = chosen_text(answer) if taken else STOPPED_UNANSWERED if stopped else "This question has expired."
+        text = self.questions.press(token, choice)
         with contextlib.suppress(TelegramError):
             await query.edit_message_text(text)

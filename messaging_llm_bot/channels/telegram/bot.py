@@ -85,7 +85,6 @@ class TelegramService(ChannelService):
         self.access = Access(lambda: runtime.settings.telegram, Pairing(runtime))  # the current record (/reload)
         self.turns: TelegramTurns | None = None  # made with the bot (``build``)
         self.intake: TelegramIntake | None = None
-        self.handling: set[asyncio.Task[Any]] = set()  # updates being dispatched (a stop waits for them)
         self.failure: TelegramError | None = None  # what ended the polling (a 409 Conflict, a refused token)
         self.started = threading.Event()  # the deferred start (plugins, commands, jobs) is done too
         self._offset = 0  # the next getUpdates' offset: past the updates the inbox holds
@@ -225,15 +224,7 @@ class TelegramService(ChannelService):
 
     def handle(self, update: Update) -> None:
         """``dispatch`` ``update`` in a task of its own; called in arrival order, so the tasks start in it."""
-        task = asyncio.get_running_loop().create_task(self._dispatch_logged(update))
-        self.handling.add(task)
-        task.add_done_callback(self.handling.discard)
-
-    async def _dispatch_logged(self, update: Update) -> None:
-        try:
-            await self.dispatch(update)
-        except Exception:  # noqa: BLE001 - one update that fails must not stop the others
-            log.exception("telegram: error while handling update %s", update.update_id)
+        self.handle_apart(self.dispatch(update), f"update {update.update_id}")
 
     async def dispatch(self, update: Update) -> None:
         """One update, concurrent across chats and in arrival order within one (the module docstring)."""
@@ -301,7 +292,7 @@ class TelegramService(ChannelService):
                 with contextlib.suppress(TelegramError):  # timeout 0: the last offset, and no more
                     offset = await self.intake.confirmable(self._offset)
                     await self.turns.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)
-        await asyncio.gather(*self.handling, return_exceptions=True)
+        await self.handled()
         if self._rest is not None and not self._rest.done():
             self._rest.cancel()
             await asyncio.gather(self._rest, return_exceptions=True)

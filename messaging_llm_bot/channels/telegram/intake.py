@@ -13,7 +13,6 @@ import telegram
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 
 from assistant_framework.config.settings import TelegramSettings
-from assistant_framework.inbox import InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.media import message_kind
@@ -195,7 +194,7 @@ class TelegramIntake:
         messages of a chat wait until the old ones are answered. The stored parts of an album are one turn again."""
         for item in self.shared.inbox.pending("tg:"):
             self.turns.albums.arrived(item, left=True)
-        self.shared.replay("tg:", lambda item: _sender(item) == self.settings.owner)
+        self.shared.replay("tg:", self.turns.sent_by_owner)
 
     def job_conversation(self, job: Job) -> str | None:
         """The conversation a Telegram job's runs go to (conversation/job_router.py decides which jobs are
@@ -205,8 +204,3 @@ class TelegramIntake:
         if owner is None:
             return None
         return conversation_id(owner, topic_in(job.conversation_id, owner))
-
-
-def _sender(item: InboxItem) -> object:
-    """The user id of a stored update's sender, or None."""
-    return ((item.payload.get("message") or {}).get("from") or {}).get("id")
