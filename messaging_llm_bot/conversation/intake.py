@@ -58,7 +58,8 @@ class Arrival:
 class ChannelIntake:
     """Takes the judged messages of one channel. ``wait``: while the inbox cannot store, the message is held and
     stored again after a pause (an event stream, not read further meanwhile); without it a message that cannot
-    be stored is refused (a webhook: the platform sends it again). ``lost`` logs one a stop ended while held.
+    be stored is refused (a webhook: the platform sends it again). ``lost`` logs one a stop ended while held
+    (by default: lost, the platform does not deliver it again).
     ``queue_of``: the chat's queue of a conversation id, when it is not the conversation (Signal: the chat).
     ``taken``: told of each stored item as it is handed on (Telegram's albums)."""
 
@@ -71,14 +72,24 @@ class ChannelIntake:
         *,
         wait: Callable[[float], Awaitable[None]] | None = None,
         stopping: Callable[[], bool] = lambda: False,
-        lost: Callable[[Arrival], None] = lambda _arrival: None,
+        lost: Callable[[Arrival], None] | None = None,
         queue_of: Callable[[str], Hashable] = lambda conversation_id: conversation_id,
         taken: Callable[[InboxItem], None] = lambda _item: None,
     ) -> None:
         self.turns, self.queues, self.tasks, self.storage = turns, queues, tasks, storage
-        self.wait, self.stopping, self.lost, self.queue_of, self.taken = wait, stopping, lost, queue_of, taken
+        self.wait, self.stopping, self.queue_of, self.taken = wait, stopping, queue_of, taken
+        self.lost = lost or self._lost
         self.fetched: dict[str, tuple[InboxItem, Arrival]] = {}  # stored by ``store_all``, not yet handed on
         self._unsynced_from: str | None = None  # the first of them not yet fsynced (``first_unsynced``)
+
+    def _lost(self, arrival: Arrival) -> None:
+        log.warning(
+            "%s: stopped while the message %s from %s waited for the inbox: it is lost (the platform does not "
+            "deliver a message again); ask them to send it again",
+            self.turns.channel,
+            arrival.message_id,
+            arrival.sender,
+        )
 
     @property
     def inbox(self) -> Inbox:

@@ -90,7 +90,7 @@ class ChannelHost(Protocol):
         turns: ItemTurns,
         *,
         hold: bool = False,
-        lost: Callable[[Arrival], None] = ...,
+        lost: Callable[[Arrival], None] | None = ...,
         queue_of: Callable[[str], Hashable] = ...,
         taken: Callable[[InboxItem], None] = ...,
     ) -> ChannelIntake: ...
@@ -238,7 +238,7 @@ class ChannelService:
         turns: ItemTurns,
         *,
         hold: bool = False,
-        lost: Callable[[Arrival], None] = lambda _arrival: None,
+        lost: Callable[[Arrival], None] | None = None,
         queue_of: Callable[[str], Hashable] = lambda conversation_id: conversation_id,
         taken: Callable[[InboxItem], None] = lambda _item: None,
     ) -> ChannelIntake:

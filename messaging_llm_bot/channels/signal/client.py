@@ -139,7 +139,7 @@ class SignalClient:
         return out
 
     async def events(
-        self, read_timeout: float = 60.0, on_open: Callable[[], None] | None = None
+        self, on_open: Callable[[], None] | None = None, read_timeout: float = 60.0
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield receive objects from the event stream until it ends; raises SignalUnavailable on errors.
 

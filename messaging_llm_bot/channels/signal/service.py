@@ -31,7 +31,7 @@ from messaging_llm_bot.channels.signal.turn import SignalTurns, joinable
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
 from messaging_llm_bot.conversation.notices import ChannelNotices
-from messaging_llm_bot.conversation.outage import Backoff, Outage
+from messaging_llm_bot.conversation.outage import Outage, read_stream
 from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.strangers import Strangers
 from messaging_llm_bot.conversation.strangers import refusal_text as not_allowed
@@ -57,7 +57,6 @@ class SignalService(ChannelService):
     strangers: Strangers
     account_uuid: str | None = None  # the account's own UUID: a mention or quote by UUID only is the bot
     _uuid_asked = False  # signal-cli answered the question (with a UUID or without)
-    _connected_once = False
 
     def job_conversation(self, job: Job) -> str | None:
         """The owner's direct chat, never another chat whatever the row says (conversation/job_router.py)."""
@@ -89,7 +88,7 @@ class SignalService(ChannelService):
         loop = asyncio.get_running_loop()
         self.notices = notices = self.owner_notices(self.turns.send_to, lambda: self.settings.owner_id)
         self.intake = self.channel_intake(
-            self.turns, hold=True, lost=_lost, queue_of=lambda conversation_id: conversation_id.removeprefix(PREFIX)
+            self.turns, hold=True, queue_of=lambda conversation_id: conversation_id.removeprefix(PREFIX)
         )
         how = "Send it a message to see your Signal id, then add it with"
         self.warn_if_no_one_allowed(self.settings.allowed, "signal.allowed", how, '["+NUMBER"]')
@@ -141,32 +140,9 @@ class SignalService(ChannelService):
     # -- the event stream --------------------------------------------------------------------------------------
 
     async def consume(self) -> None:
-        """Read events until stopped; reconnect with backoff, logging an outage once."""
-        backoff = Backoff(self.backoff_max)
-        while not self.stopping:
-            opened = False
-
-            def on_open() -> None:
-                nonlocal opened
-                opened = True
-                backoff.reset()
-                self.outage.ok()
-                if not self._connected_once:
-                    self._connected_once = True
-                    log.info("signal: connected to the signal-cli event stream at %s", self.settings.base_url)
-
-            try:
-                async for obj in self.client.events(on_open=on_open):
-                    await self.on_event(obj)
-                raise SignalUnavailable("the event stream ended")
-            except SignalUnavailable as err:
-                self.outage.failed(err)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - a bug in one event must not end the stream for good
-                log.exception("signal: reading the event stream failed")
-            if not opened or self.outage.down:
-                await self.sleep(backoff.next())
+        """Read events until stopped (conversation/outage.py's ``read_stream``: an outage said once, backoff)."""
+        stream = f"the signal-cli event stream at {self.settings.base_url}"
+        await read_stream(self.client.events, self.on_event, self.outage, SignalUnavailable, self, stream)
 
     async def on_event(self, obj: dict[str, Any]) -> None:
         """One event of the stream: gate it, then a command, an approval's answer, or a stored message."""
@@ -221,12 +197,3 @@ class SignalService(ChannelService):
         who, private = msg.uuid or msg.number or "?", msg.group_id is None
         say = functools.partial(self.turns.say_to, msg)
         await self.strangers.answer(who, refusal, say, private=private, addressed=addressed, pair_as=msg.sender)
-
-
-def _lost(arrival: Arrival) -> None:
-    log.warning(
-        "signal: stopped while the message %s from %s waited for the inbox: it is lost (signal-cli does not "
-        "deliver a message again); ask them to send it again",
-        arrival.message_id,
-        arrival.sender,
-    )
