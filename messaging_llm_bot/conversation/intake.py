@@ -118,12 +118,33 @@ class ChannelIntake:
         if self.queues.refused(chat):
             await say(texts.backlog_text(self.queues.pending(chat)))
 
+    async def message(
+        self,
+        arrival: Arrival,
+        say: Say,
+        *,
+        command: bool,
+        owner_data: bool,
+        decline: Callable[[], object],
+        held_in_order: bool = False,
+    ) -> bool:
+        """A judged message typed in a chat: a ``/command`` (``command``) answered (``command``'s ``owner_data``
+        and ``decline``), any other taken (``take``)."""
+        if command:
+            owner = arrival.owner
+            await self.command(
+                arrival.text, arrival.conversation_id, say, owner=owner, owner_data=owner_data, decline=decline
+            )
+            return True
+        return await self.take(arrival, say, held_in_order=held_in_order)
+
     async def take(
-        self, arrival: Arrival, say: Say, *, tell_held: Say | None = None, stored: InboxItem | None = None
+        self, arrival: Arrival, say: Say, *, held_in_order: bool = False, stored: InboxItem | None = None
     ) -> bool:
         """Take ``arrival`` (``stored``: its item, stored by ``store_all``): True when it is handled (stored and
         queued or joined, a duplicate, over the bound); False when it could not be stored (given up without
-        ``wait``, or a stop came while it was held)."""
+        ``wait``, or a stop came while it was held). ``held_in_order``: the chat is told that it is held in its
+        queue's order, after what runs there (an event stream that is not read further meanwhile)."""
         channel = self.turns.channel
         if stored is None and self.inbox.seen(arrival.source_id, arrival.fingerprint):
             log.info("%s: %s came again; answered once", channel, arrival.source_id)
@@ -136,7 +157,16 @@ class ChannelIntake:
                 except OSError as err:
                     log.warning("%s: could not drop %s from the inbox: %s", channel, stored.item_id, err)
             return True
-        item = stored or await self._store(arrival, tell_held or say)
+        tell = say
+        if held_in_order:
+
+            async def tell(text: str) -> None:
+                async def said() -> None:
+                    await say(text)
+
+                self.tasks.spawn(arrival.chat, said(), owner=arrival.owner, exempt=True)
+
+        item = stored or await self._store(arrival, tell)
         if item is False:
             return False
         if item is None:

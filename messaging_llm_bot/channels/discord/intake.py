@@ -102,15 +102,13 @@ class DiscordIntake:
         if owner and msg.direct and host.channel.approvals.resolve(msg.conversation, msg.text):
             return True  # the answer to an open yes/no question, not a new message
         say = functools.partial(host.turns.say, to)
-        if msg.direct and msg.text.startswith("/") and len(msg.text) > 1:
-            # No slash commands are registered: Discord sends a /command typed in a DM as text.
-            decline = functools.partial(host.channel.approvals.questions.decline_all, msg.conversation)
-            await self.intake.command(msg.text, msg.conversation, say, owner=owner, owner_data=owner, decline=decline)
-            return True
+        # No slash commands are registered: Discord sends a /command typed in a DM as text.
+        command = msg.direct and msg.text.startswith("/") and len(msg.text) > 1
+        decline = functools.partial(host.channel.approvals.questions.decline_all, msg.conversation)
         arrival = Arrival(
             msg.key, msg.conversation, msg.to_payload(), msg.user, owner, msg.text, msg.message_id, joinable(msg)
         )
-        return await self.intake.take(arrival, say)
+        return await self.intake.message(arrival, say, command=command, owner_data=owner, decline=decline)
 
 
 def _lost(arrival: Arrival) -> None:

@@ -159,16 +159,6 @@ class SignalService(ChannelService):
             await asyncio.to_thread(self.identities.pin, msg, sender)  # the number's first message with an account
         if sender.owner_chat(msg) and msg.kind() == "text" and self.approvals.resolve(msg.chat, msg.text):
             return  # the answer to an open confirmation question, not a new message
-        owner = sender.owner  # in any chat: never refused over the limit, and first for a free slot
-
-        answer = functools.partial(self.turns.say_to, msg)
-        if msg.kind() == "text" and msg.text.startswith("/"):
-            decline = functools.partial(self.approvals.resolve, msg.chat, "no")  # an open question: declined
-            owner_data = sender.owner_chat(msg)
-            await self.intake.command(
-                msg.text, msg.conversation_id, answer, owner=owner, owner_data=owner_data, decline=decline
-            )
-            return
         if not addressed_to_bot(msg, self.settings, self.account_uuid):
             return
         arrival = Arrival(
@@ -176,17 +166,19 @@ class SignalService(ChannelService):
             msg.conversation_id,
             obj,
             msg.sender,
-            owner,
+            sender.owner,
             msg.text,
             msg.timestamp,
             joinable(msg),
             queue=msg.chat,
         )
-
-        async def tell_held(text: str) -> None:  # in the chat's order
-            self.tasks.spawn(msg.chat, self.turns.say_to(msg, text), owner=owner, exempt=True)
-
-        await self.intake.take(arrival, answer, tell_held=tell_held)
+        answer = functools.partial(self.turns.say_to, msg)
+        decline = functools.partial(self.approvals.resolve, msg.chat, "no")  # an open question: declined
+        command = msg.kind() == "text" and msg.text.startswith("/")
+        owner_data = sender.owner_chat(msg)
+        await self.intake.message(
+            arrival, answer, command=command, owner_data=owner_data, decline=decline, held_in_order=True
+        )
 
     async def _refuse(self, msg: SignalMessage) -> None:
         """Tell a stranger their ids once, so the owner can allow them (conversation/strangers.py); in a group only
