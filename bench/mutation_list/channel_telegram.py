@@ -114,7 +114,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "telegram-confirmed-before-synced",
         f"{BOT}/channels/telegram/intake.py",
-        "        return min(offset, self._unconfirmed)",
+        "        return offset if first is None else min(offset, int(first))",
         "        return offset",
         "while the inbox cannot fsync a polled message, Telegram is told it arrived: a power loss loses it",
         ("test_reliability_disk.py",),

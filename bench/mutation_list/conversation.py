@@ -278,6 +278,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         (*CHANNEL_KIT, *DISCORD_BOT),
     ),
     Mutation(
+        "intake-unsynced-confirmed",
+        f"{BOT}/conversation/intake.py",
+        "        if self._unsynced_from is not None and await self.sync_stored():",
+        "        if self._unsynced_from is not None:",
+        "a polled message whose fsync failed counts as on disk: Telegram is told it arrived, a power loss loses it",
+        ("test_reliability_disk.py",),
+    ),
+    Mutation(
         "reply-question-any-answer-is-yes",
         f"{BOT}/conversation/approvals.py",
         "                return await asyncio.wait_for(future, timeout) is True",

@@ -1,7 +1,5 @@
-"""Deliver model replies to Telegram: parts with entities, plain fallback, flood-wait and network retries; edits;
-files out (a picture under 10 MB as a photo, anything else as a document); the contract's sends for the shared
-turn (``TelegramOut``); notices, reminders and the digest in the forum topic they were set in (the chat's General
-once it is gone)."""
+"""The contract's sends over the Bot API (``TelegramOut``; docs/telegram.md, "Replies"), and notices, reminders
+and the digest in the forum topic they were set in (the chat's General once it is gone)."""
 
 from __future__ import annotations
 
@@ -123,9 +121,8 @@ async def edit_text_safely(
     entities: list[Entity] | None = None,
     tries: int = 2,
 ) -> bool:
-    """Edit a sent message to ``text`` (formatted by ``entities``: plain again when Telegram refuses them);
-    True if it shows that text, never raises. ``optional`` edits (progress) give way to replies under load
-    (``ratelimit.BudgetSkipped``: False, nothing sent)."""
+    """Edit a sent message to ``text`` (formatted by ``entities``: plain again when Telegram refuses them); True if
+    it shows that text, never raises. ``optional`` edits (progress) give way to replies under load (False)."""
     text = fit_text(text, MAX_MESSAGE_UTF16)
     if not text.strip():
         return False
@@ -170,9 +167,8 @@ async def or_general(
 
 
 async def send_to(bot: telegram.Bot, chat_id: str, text: str, conversation: object = None) -> None:
-    """A notice, a reminder or the digest (conversation/notices.py) to a chat (``7``, ``tg:7``), in
-    ``conversation``'s forum topic, the chat's General once that topic is gone; ``DeliveryError`` (for good when
-    Telegram refused it: the user blocked the bot, chat not found) when it did not arrive."""
+    """A notice, a reminder or the digest (conversation/notices.py's ``SendTo``) to a chat (``7``, ``tg:7``), in
+    ``conversation``'s forum topic, the chat's General once that topic is gone."""
     try:
         target = chat_of(str(chat_id).strip())
     except ValueError:
@@ -200,16 +196,14 @@ def address(chat_id: int, topic: int | None = None) -> Address:
 
 
 class TelegramOut:
-    """The contract's sends over the Bot API (conversation/chat_turns.py's ``Platform``): an ``Address`` is a
-    chat's id and its forum topic's; message ids are the Bot API's numbers, as text."""
+    """The contract's sends (conversation/chat_turns.py's ``Platform``): an ``Address`` is a chat's id and its forum
+    topic's; message ids are the Bot API's numbers, as text."""
 
     def __init__(self, bot: telegram.Bot) -> None:
         self.bot = bot
 
     async def send_text(self, to: Address, text: TextOut) -> Sent:
-        """``text``'s Markdown as entities, its parts from ``text.skip_parts`` on (conversation/outgoing.py's
-        ``send_parts``), each with flood waits and network errors retried and a plain resend when Telegram
-        refuses the formatting; raises ``TelegramDeliveryError`` when one cannot go."""
+        """``text``'s Markdown as entities (``send_parts``); raises ``TelegramDeliveryError`` when a part cannot go."""
         return await self._send(to, render_markdown(text.markdown), text)
 
     async def send_plain(self, to: Address, text: str, reply_to: str | None = None) -> Sent:
@@ -232,8 +226,7 @@ class TelegramOut:
         return await edit_text_safely(self.bot, chat, int(message_id), part.text, entities=part.entities, tries=3)
 
     async def send_file(self, to: Address, file: OutgoingFile) -> Sent:
-        """A JPEG, PNG or WebP under 10 MB as a photo (``sendPhoto``), anything else as a document
-        (``sendDocument``); raises ``TelegramError`` when the Bot API refuses."""
+        """A JPEG, PNG or WebP under 10 MB as a photo (``sendPhoto``), anything else as a document."""
         data = await asyncio.to_thread(file.path.read_bytes)
         upload, caption, topic = InputFile(data, filename=file.path.name), file.caption or None, topic_number(to)
         send = self.bot.send_photo if file.kind == "photo" and len(data) <= MAX_PHOTO_BYTES else self.bot.send_document
