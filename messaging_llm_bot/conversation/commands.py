@@ -391,6 +391,11 @@ _COMMANDS: dict[str, Callable[[Invocation], str | None]] = {
 }
 
 
+def reset_choice(runtime: Runtime, conversation_id: str, clear: bool) -> str:
+    """The answer to /reset's question (Telegram's buttons): the conversation's history cleared, or kept."""
+    return runtime.agent.reset(conversation_id) if clear else "Kept the history."
+
+
 #: What a chat without buttons sends after /reset to confirm it (``command_reply``).
 RESET_CONFIRM = "yes"
 

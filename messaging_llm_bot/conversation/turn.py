@@ -59,6 +59,11 @@ def transcript_failed(error: str | None) -> str:
 Transcribe = Callable[["TranscriptionSettings"], Awaitable["Transcription"]]
 
 
+def outside_name(name: str) -> str:
+    """Someone's name as it may stand in ``Received.outside``'s label: one line, no brackets (names are theirs)."""
+    return " ".join(str(name).replace("[", "(").replace("]", ")").split())[:80] or "someone"
+
+
 @dataclass(frozen=True)
 class Received:
     """One message as the channel read it for the model: its kind, and how to get what the model reads of it."""

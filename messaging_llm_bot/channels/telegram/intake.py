@@ -96,12 +96,9 @@ class TelegramIntake:
         return functools.partial(self.turns.say, to, reply_to=quote)
 
     async def fetched(self, updates: Sequence[Update], bot: telegram.Bot, *, synced: bool = False) -> Sequence[Update]:
-        """The fetched updates that may be confirmed to Telegram (bot.py's poll, or a webhook POST's one update with
-        ``synced``): each model-bound one is in the inbox first (``ChannelIntake.store_all``: a burst in one batch;
-        while the inbox cannot store, held unconfirmed and tried again after a growing pause when polling, its chat
-        told once). From one a stop ended while it was held (or the webhook could not store), none is confirmed:
-        Telegram delivers them again. Polled ones are written, not yet fsynced: their turns start while the disk
-        commits, and the next getUpdates waits for it (``confirmable``)."""
+        """The fetched updates that may be confirmed to Telegram (bot.py's poll, or a webhook POST's one, ``synced``):
+        each model-bound one is in the inbox first (``ChannelIntake.store_all``); from one that could not be stored
+        (held till a stop, or refused to a webhook) none is: Telegram delivers them again."""
         bound: dict[str, tuple[Update, Arrival]] = {}
         for update in updates:
             try:
@@ -118,8 +115,7 @@ class TelegramIntake:
         return updates[: updates.index(bound[arrivals[count].source_id][0])]
 
     async def confirmable(self, offset: int) -> int:
-        """The offset the next getUpdates sends (bot.py's poll): ``offset``, or no further than the first update
-        stored and not yet on disk (``ChannelIntake.first_unsynced``)."""
+        """The next getUpdates' offset: no further than the first update not yet on disk (``first_unsynced``)."""
         first = await self.shared.first_unsynced()
         return offset if first is None else min(offset, int(first))
 
@@ -128,9 +124,8 @@ class TelegramIntake:
         return str(update.update_id) in self.shared.fetched or self.for_model(update, bot)
 
     async def take(self, update: Update, bot: telegram.Bot) -> None:
-        """A model-bound update, in arrival order (``order``), to the shared intake: stored when it was fetched
-        or now, a duplicate dropped, over its chat's bound refused, joined to the sender's running turn or
-        queued in its chat (its turn: ``TelegramTurns.answer``, with its album)."""
+        """A model-bound update, in arrival order (``order``), to the shared intake (``ChannelIntake.take``), with
+        its item when it was stored as it was fetched."""
         stored, arrival = self.shared.fetched.pop(str(update.update_id), (None, None))
         if stored is not None:
             stored.received = update  # its turn reads the update, not its payload decoded again
@@ -138,15 +133,12 @@ class TelegramIntake:
         await self.shared.take(arrival or self.arrival(update, bot), self.say(update), stored=stored)
 
     async def over_limit(self, update: Update) -> None:
-        """A command or a message the model does not read, beyond its chat's ``runtime.max_pending_per_chat``:
-        not answered; the chat is told once per backlog (conversation/chatqueue.py)."""
+        """A command or a message the model does not read, beyond its chat's bound (``ChannelIntake.over_limit``)."""
         await self.shared.over_limit(update.effective_chat.id, self.say(update))
 
     async def command(self, update: Update, bot: telegram.Bot) -> None:
-        """A command (``is_command``: a new message, not a forward) to the shared intake (``ChannelIntake.command``),
-        read from its ``bot_command`` entity (``command_line``); not one for another bot in a group
-        (``/cmd@otherbot``). ``/stop`` at once, declining the chat's open question; any other in its place in the
-        chat's order (taken in arrival order, ``order``), the owner-only ones in the owner's private chat only."""
+        """A command (``is_command``), read from its ``bot_command`` entity, to the shared intake
+        (``ChannelIntake.command``) in arrival order (``order``); not one for another bot (``/cmd@otherbot``)."""
         message = message_of(update)
         if for_other_bot(message, bot.username):
             return
@@ -175,11 +167,8 @@ class TelegramIntake:
         if query is None or message is None:  # /reset's buttons sit under a message
             raise ValueError(f"update {update.update_id} is no press of a button under a message")
         await query.answer()
-        if query.data == "reset:yes":
-            text = await asyncio.to_thread(self.runtime.agent.reset, message_conversation(message))
-        else:
-            text = "Kept the history."
-        await query.edit_message_text(text)
+        conversation, clear = message_conversation(message), query.data == "reset:yes"
+        await query.edit_message_text(await asyncio.to_thread(texts.reset_choice, self.runtime, conversation, clear))
 
     async def on_message(self, update: Update, bot: telegram.Bot) -> None:
         """A message the model does not read (a kind it cannot, a voice note without transcription): a short
@@ -189,17 +178,15 @@ class TelegramIntake:
             await self.say(update)(unsupported_text(message_kind(message)))
 
     def start_replay(self) -> None:
-        """Answer items a crash left in the inbox before polling starts (conversation/intake.py's ``replay``): job
-        runs in the owner's queue, messages in their chats' (never refused: they were accepted), so that new
-        messages of a chat wait until the old ones are answered. The stored parts of an album are one turn again."""
+        """Answer what a crash left in the inbox before polling starts (``ChannelIntake.replay``); the stored parts
+        of an album are one turn again."""
         for item in self.shared.inbox.pending("tg:"):
             self.turns.albums.arrived(item, left=True)
         self.shared.replay("tg:", self.turns.sent_by_owner)
 
     def job_conversation(self, job: Job) -> str | None:
-        """The conversation a Telegram job's runs go to (conversation/job_router.py decides which jobs are
-        Telegram's): the owner's private chat, in the topic of it the job was made in; a job's reply is the
-        owner's data, so never another chat whatever the row says."""
+        """The conversation a Telegram job's runs go to: the owner's private chat, in the topic of it the job was
+        made in; a job's reply is the owner's data, so never another chat whatever the row says."""
         owner = self.settings.owner
         if owner is None:
             return None

@@ -49,7 +49,7 @@ from messaging_llm_bot.conversation.markup import fit_text
 from messaging_llm_bot.conversation.media_in import files_saver, transcribe_file
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import Received
+from messaging_llm_bot.conversation.turn import Received, outside_name
 from messaging_llm_bot.conversation.voice import VoiceNote
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
@@ -226,17 +226,12 @@ def outside_origin(message: telegram.Message) -> str | None:
             who = f"{chat.type} {chat.title or chat.username or chat.id}"
         else:
             who = getattr(origin, "sender_user_name", None) or "someone"
-        return f"forwarded from {_label(who)}"
+        return f"forwarded from {outside_name(who)}"
     if message.is_automatic_forward:  # a channel post copied into its discussion group
         return "forwarded from the linked channel"
     if message.via_bot is not None:  # an inline bot wrote it; the user only picked it
-        return f"sent via @{_label(message.via_bot.username or str(message.via_bot.id))}"
+        return f"sent via @{outside_name(message.via_bot.username or str(message.via_bot.id))}"
     return None
-
-
-def _label(name: str) -> str:
-    """A sender's name as it may stand in the outside-content label: one line, no brackets (names are theirs)."""
-    return " ".join(str(name).replace("[", "(").replace("]", ")").split())[:80] or "someone"
 
 
 def _excerpt(message: telegram.Message) -> str:
