@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from assistant_framework.inbox import InboxItem
 from assistant_framework.media.files_out import FileSender, FileToSend
+from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater, is_notice_item
@@ -90,6 +91,8 @@ class ChatTurns(ItemTurns):
     MAX_FILE_BYTES: ClassVar[int] = 0
     #: The reply is spoken too where the chat asks for it (``send_voice``).
     VOICE_REPLIES: ClassVar[bool] = False
+    #: The owner's yes or no by their next message, where the platform has no buttons (the default ``approver``).
+    reply_approvals: ReplyApprovals | None = None
 
     # -- what the channel gives ------------------------------------------------------------------------------
 
@@ -119,7 +122,7 @@ class ChatTurns(ItemTurns):
 
     def approver(self, item: InboxItem, msg: TurnMessage, loop: asyncio.AbstractEventLoop) -> ApproveCallback | None:
         """How the owner confirms an ``ask`` call in their chat (asked only there); None: refused."""
-        return None
+        return None if self.reply_approvals is None else self.reply_approvals.approver(msg.to.chat_id, loop)
 
     def live_ref(self, number: int) -> str:
         """The platform's id of a live message the ledger recorded as ``number``."""

@@ -6,8 +6,9 @@ stream read until the channel stops, opened again after each outage (``read_stre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Protocol, TypeVar
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,16 @@ class Outage:
             self.down = False
             self.log.info("%s: %s is reachable again (after %d failed tries)", self.channel, self.server, self.failures)
         self.failures = 0
+
+    @contextlib.contextmanager
+    def watch(self, unavailable: type[Exception]) -> Iterator[None]:
+        """Around one call to the server: ``unavailable`` raised is ``failed`` (and raised on), an answer ``ok``."""
+        try:
+            yield
+        except unavailable as err:
+            self.failed(err)
+            raise
+        self.ok()
 
 
 class Backoff:

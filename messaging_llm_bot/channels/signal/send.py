@@ -49,13 +49,8 @@ class SignalOut:
             result = await self.client.rpc("send", params)
             return str(int((result or {}).get("timestamp") or 0))
 
-        try:
-            sent = await send_parts(render_signal(text.markdown), text, send)
-        except SignalUnavailable as err:
-            self.outage.failed(err)
-            raise
-        self.outage.ok()
-        return sent
+        with self.outage.watch(SignalUnavailable):
+            return await send_parts(render_signal(text.markdown), text, send)
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
         return False  # Signal cannot edit: a reply is sent whole when the turn ends

@@ -6,12 +6,11 @@ chat asks for it.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import functools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
@@ -38,9 +37,6 @@ from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received
 from messaging_llm_bot.conversation.voice import VoiceNote
 
-if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    from messaging_llm_bot.agent.guard import ApproveCallback
-
 log = logging.getLogger(__name__)
 
 
@@ -61,7 +57,7 @@ class SignalTurns(ChatTurns):
         approvals: ReplyApprovals | None = None,
     ) -> None:
         super().__init__(runtime, inbox, "signal")
-        self.platform, self.identities, self.approvals = platform, identities, approvals
+        self.platform, self.identities, self.reply_approvals = platform, identities, approvals
         self.account_uuid: str | None = None
 
     @property
@@ -110,9 +106,6 @@ class SignalTurns(ChatTurns):
             if isinstance(result, Exception):
                 log.debug("signal: %s for %s failed: %s", method, msg.timestamp, result)
         return len(results) > 1 and not isinstance(results[1], Exception)
-
-    def approver(self, item: InboxItem, msg: TurnMessage, loop: asyncio.AbstractEventLoop) -> ApproveCallback | None:
-        return self.approvals.approver(msg.to.chat_id, loop) if self.approvals is not None else None
 
     def part_number(self, index: int, message_id: str) -> int:
         return int(message_id)  # the part's timestamp

@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 from assistant_framework.config.settings import WhatsAppSettings
 from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.channels.contract import Address, DeliveryError
 from messaging_llm_bot.channels.whatsapp.channel import OutsideWindow, WhatsAppChannel, default_name
 from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES
@@ -55,7 +54,7 @@ class WhatsAppTurns(ChatTurns):
         self, runtime: Runtime, inbox: Inbox, channel: WhatsAppChannel, config: Callable[[], WhatsAppSettings]
     ) -> None:
         super().__init__(runtime, inbox, "whatsapp")  # the turns running, the pool, the chat's flags, busy modes
-        self.platform = channel
+        self.platform, self.reply_approvals = channel, channel.approvals
         self._config = config
         self.held: dict[str, str] = {}  # item id -> conversation: replies waiting for the window to open
 
@@ -109,9 +108,6 @@ class WhatsAppTurns(ChatTurns):
         except (GraphUnavailable, DeliveryError) as err:
             log.info("whatsapp: could not mark %s read: %s", msg.message_id, err)
         return None
-
-    def approver(self, item: InboxItem, msg: TurnMessage, loop: asyncio.AbstractEventLoop) -> ApproveCallback:
-        return self.platform.approvals.approver(msg.to.chat_id, loop)
 
     def send_failed(self, item: InboxItem, to: Address, err: Exception) -> bool:
         """Outside the 24-hour window without a template the reply is held (``held``): the item stays."""
