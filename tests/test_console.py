@@ -299,7 +299,7 @@ def test_console_survives_input_that_is_not_utf8(tmp_path, chat_server, test_ski
 def test_live_reply_prints_only_what_is_new_and_then_the_rest_of_the_block():
     import io
 
-    from messaging_llm_bot.channels.console.extras import LiveReply
+    from messaging_llm_bot.conversation.appended import LiveReply
 
     out = io.StringIO()
     live = LiveReply(out)

@@ -12,11 +12,12 @@ cancelled and ended (a typed line's task, a send a thread waits for)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TextIO
 
 import filelock
@@ -113,6 +114,28 @@ def request_stop(
             pass  # the loop closed meanwhile
     if timeout is not None and loop is not None and stopped is not None:
         stopped.wait(timeout)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM on the main thread: leave at once (a first Ctrl-C may only stop the turn being answered)."""
+
+
+@contextlib.contextmanager
+def sigterm_leaves() -> Iterator[None]:
+    """While a chat runs on the main thread (the terminal's), SIGTERM raises ``Terminated`` there, as a second
+    Ctrl-C leaves; the handler before is put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 class ChannelStop:

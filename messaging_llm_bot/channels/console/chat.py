@@ -10,19 +10,17 @@ Signal bot on the same workspace is no conflict (its own conversations, items, r
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import TextIO
 
 from messaging_llm_bot.channels.console.extras import HISTORY_FILE, Lines, open_lines
-from messaging_llm_bot.channels.console.service import CHAT, ConsoleService, Terminal
+from messaging_llm_bot.channels.console.service import ConsoleService, Terminal
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.shutdown import take_lock
+from messaging_llm_bot.conversation.shutdown import Terminated, sigterm_leaves, take_lock
 
+WELCOME = "Terminal chat with your assistant. /help for commands, Ctrl-C stops an answer, /quit or Ctrl-D to leave."
 QUIT_COMMANDS = ("/quit", "/exit")
 LOCK_FILE, LOCK_WHO = "state/console.lock", "chat: another terminal chat"
 EXIT_USAGE = 2
@@ -57,13 +55,9 @@ def run_console(
 def _chat(runtime: Runtime, term: Terminal, job_clock: Callable[[], datetime] | None) -> int:
     interactive = term.stdin.isatty()
     if interactive:
-        print(
-            "Terminal chat with your assistant. /help for commands, Ctrl-C stops an answer, /quit or Ctrl-D to leave.",
-            file=term.stdout,
-            flush=True,
-        )
+        print(WELCOME, file=term.stdout, flush=True)
     history = runtime.workspace.path(HISTORY_FILE)
-    with open_lines(term.stdin, term.stdout, interactive, history) as (lines, out), _signals():
+    with open_lines(term.stdin, term.stdout, interactive, history) as (lines, out), sigterm_leaves():
         err = out if out is not term.stdout else term.stderr  # at a terminal both above the prompt
         service = ConsoleService(runtime, Terminal(term.stdin, out, err, interactive))
         service.job_clock = job_clock
@@ -77,19 +71,6 @@ def _chat(runtime: Runtime, term: Terminal, job_clock: Callable[[], datetime] | 
             print("", file=out)
             service.leave_now()
     return 0
-
-
-@contextlib.contextmanager
-def _signals() -> Iterator[None]:
-    """While the chat runs on the main thread, SIGTERM leaves it; the handler before is put back."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _prompt(service: ConsoleService, lines: Lines) -> None:
@@ -117,7 +98,7 @@ def _prompt(service: ConsoleService, lines: Lines) -> None:
             ended = True  # the chat ends once what was sent is answered
         elif not _done(pending) and text.lower() == "/stop":
             print("… stopping", file=service.term.stderr, flush=True)
-            _stop(service, list(pending))
+            service.stop_until(list(pending))
         elif text:
             pending.append(service.submit(text))
 
@@ -144,30 +125,9 @@ def _interrupted(
         return stopped
     # Said before the stop: the turn's "⏹ Stopped." came first at times, then this line below it.
     print(lines.stop_line(), file=service.term.stderr, flush=True)
-    _stop(service, list(pending))
+    service.stop_until(list(pending))
     return list(pending)
 
 
 def _done(pending: list[concurrent.futures.Future[None]]) -> bool:
     return all(one.done() for one in pending)
-
-
-def _stop(service: ConsoleService, pending: list[concurrent.futures.Future[None]]) -> None:
-    """Stop the answer being written, and again until the lines sent before are answered: the turn may not have
-    started when the stop came."""
-    service.stop_turn()
-
-    def again() -> None:
-        while concurrent.futures.wait(pending, POLL_SECONDS).not_done:
-            service.runtime.agent.stop(CHAT)
-
-    threading.Thread(target=again, name="console-stop", daemon=True).start()
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM: leave the chat (a first Ctrl-C only stops the turn being answered)."""
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM ends the terminal chat like a second Ctrl-C."""
-    raise Terminated

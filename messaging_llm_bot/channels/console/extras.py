@@ -1,6 +1,6 @@
 """The terminal chat's line editing, history and printing above the line being typed, prompt_toolkit's
-(``PromptLines``; how it behaves: docs/telegram.md's "The terminal chat"); the answer printed as it streams
-(``LiveReply``); a plain line reader for a chat not on a terminal of its own (``PlainLines``: pipes, tests)."""
+(``PromptLines``; how it behaves: docs/telegram.md's "The terminal chat"); a plain line reader for a chat not on a
+terminal of its own (``PlainLines``: pipes, tests)."""
 
 from __future__ import annotations
 
@@ -30,31 +30,6 @@ HISTORY_FILE = "state/console_history"
 HISTORY_LENGTH = 1000
 PROMPT = "you> "
 STOPPING = "… stopping (Ctrl-C again to leave the chat)"
-
-
-class LiveReply:
-    """The answer printed as it streams in (interactive terminal, ``llm.stream`` on); ``rest(block)``
-    is what of the final reply block is still to print."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.shown = ""
-
-    def delta(self, text: str) -> None:
-        """Print what ``text`` (the visible answer so far) adds to what is shown."""
-        # A later round starts its answer afresh: it goes on a new line rather than being glued on.
-        piece = text[len(self.shown) :] if text.startswith(self.shown) else "\n" + text
-        self.shown = text
-        if piece:
-            self.out.write(piece)
-            self.out.flush()
-
-    def rest(self, block: str) -> str:
-        """The part of the reply block not shown yet (all of it when nothing was streamed)."""
-        shown = self.shown.rstrip()  # the final reply is stripped; a space already printed does no harm
-        if not shown:
-            return block
-        return block[len(shown) :] if block.startswith(shown) else "\n" + block
 
 
 class PlainLines:
