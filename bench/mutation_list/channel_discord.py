@@ -48,8 +48,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "discord-guest-owner-commands",
         f"{BOT}/channels/discord/intake.py",
-        "say, owner=owner, owner_data=owner, decline=decline)",
-        "say, owner=owner, owner_data=True, decline=decline)",
+        "say, command=command, owner_data=owner, decline=decline)",
+        "say, command=command, owner_data=True, decline=decline)",
         "an allowed guest's owner-only command (/jobs, /stats, /model) is answered with the owner's data",
         KIT_SLACK_DISCORD,
     ),

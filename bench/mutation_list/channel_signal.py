@@ -83,8 +83,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "signal-command-to-the-model",
         f"{BOT}/channels/signal/service.py",
-        '        if msg.kind() == "text" and msg.text.startswith("/"):',
-        "        if False:",
+        '        command = msg.kind() == "text" and msg.text.startswith("/")',
+        "        command = False",
         "a typed /help, /stop or /new on Signal is a message for the model: no command answers, /stop stops nothing",
         KIT_TELEGRAM_SIGNAL_WHATSAPP,
     ),
