@@ -13,6 +13,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "messages sent before or while the bot starts are dropped unanswered",
         ("test_user_traps.py",),
     ),
+    Mutation(
+        "telegram-topic-gone-no-general",
+        f"{BOT}/channels/telegram/send.py",
+        "            if topic is None or not topic_gone(err):",
+        "            if True:",
+        "a reminder or a job run for a forum topic closed or deleted since is refused, not sent to the chat's General",
+        ("test_telegram_reminder_topics.py", "test_jobs_bot.py"),
+    ),
     # -- Telegram: allowlist and owner-only commands (channels/telegram/access.py, intake.py) -------------------
     Mutation(
         "telegram-group-is-owner",

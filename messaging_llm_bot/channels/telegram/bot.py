@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import telegram
 from telegram import BotCommand, Update
@@ -88,9 +88,8 @@ class TelegramService(ChannelService):
         self.failure: TelegramError | None = None  # what ended the polling (a 409 Conflict, a refused token)
         self.started = threading.Event()  # the deferred start (plugins, commands, jobs) is done too
         self._offset = 0  # the next getUpdates' offset: past the updates the inbox holds
-        self._poll: asyncio.Task[None] | None = None
+        self._poll: asyncio.Task[object] | None = None
         self._webhook: WebhookListener | None = None
-        self._rest: asyncio.Task[Any] | None = None
         self.notices = self.owner_notices(
             lambda chat, text, conversation: send_to(self.turns.bot, chat, text, conversation),
             lambda: None if self.access.settings.owner is None else str(self.access.settings.owner),
@@ -165,7 +164,7 @@ class TelegramService(ChannelService):
             )
         else:
             await self._at_start(bot.delete_webhook, TelegramError)  # getUpdates is refused while one is set
-            self._poll = asyncio.get_running_loop().create_task(self._polling(bot))
+            self._poll = self.reading(self._polling(bot))
         # Runs once the poll waits for the network: the first getUpdates goes out before the rest starts.
         asyncio.get_running_loop().call_soon(self._start_the_rest)
 
@@ -255,8 +254,8 @@ class TelegramService(ChannelService):
         await intake.over_limit(update)
 
     def _start_the_rest(self) -> None:
-        if not self.stopping and self._loop is not None:
-            self._rest = self._loop.create_task(self._after_start())
+        if not self.stopping:
+            self.reading(self._after_start())  # cancelled at the stop: a deferred start not finished starts no more
 
     async def _after_start(self) -> None:
         """What the first poll does not need: plugins, commands menu, reminders, digest, background work."""
@@ -285,17 +284,12 @@ class TelegramService(ChannelService):
         being dispatched are waited for, and a deferred start not finished starts nothing more."""
         if self._webhook is not None:
             self._webhook.stop()
-        if self._poll is not None:
-            self._poll.cancel()
-            await asyncio.gather(self._poll, return_exceptions=True)
-            if self.failure is None:
-                with contextlib.suppress(TelegramError):  # timeout 0: the last offset, and no more
-                    offset = await self.intake.confirmable(self._offset)
-                    await self.turns.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)
+        await super().stop_taking()  # the poll and the deferred start (``reading``)
+        if self._poll is not None and self.failure is None:
+            with contextlib.suppress(TelegramError):  # timeout 0: the last offset, and no more
+                offset = await self.intake.confirmable(self._offset)
+                await self.turns.bot.get_updates(offset, timeout=0, allowed_updates=ALLOWED_UPDATES)
         await self.handled()
-        if self._rest is not None and not self._rest.done():
-            self._rest.cancel()
-            await asyncio.gather(self._rest, return_exceptions=True)
 
     async def close(self) -> None:
         """The Bot API client closed; after a 409 Conflict the run ends as failed, saying why (``known_error``)."""

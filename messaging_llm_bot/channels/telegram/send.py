@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 import telegram
 from telegram import InputFile, MessageEntity, ReplyParameters
@@ -152,20 +152,6 @@ async def edit_text_safely(
     return False
 
 
-async def or_general(
-    send: Callable[[int | None], Awaitable[object]], topic: int | None, what: str, *, resumes: bool = False
-) -> None:
-    """``send(topic)``; again in the chat's General (``send(None)``) when Telegram says the forum topic is closed
-    or deleted, before any part went out, or at any part when ``send`` resumes (it skips the parts sent)."""
-    try:
-        await send(topic)
-    except TelegramDeliveryError as err:
-        if topic is None or not topic_gone(err) or (err.part_index > 0 and not resumes):
-            raise
-        log.warning("telegram: %s for topic %s goes to the chat's General: %s", what, topic, err.cause)
-        await send(None)
-
-
 async def send_to(bot: telegram.Bot, chat_id: str, text: str, conversation: object = None) -> None:
     """A notice, a reminder or the digest (conversation/notices.py's ``SendTo``) to a chat (``7``, ``tg:7``), in
     ``conversation``'s forum topic, the chat's General once that topic is gone."""
@@ -173,12 +159,8 @@ async def send_to(bot: telegram.Bot, chat_id: str, text: str, conversation: obje
         target = chat_of(str(chat_id).strip())
     except ValueError:
         raise DeliveryError(f"{chat_id!r} is not a Telegram chat id", for_good=True) from None
-
-    async def send(topic: int | None) -> None:
-        await TelegramOut(bot).send_text(address(target, topic), TextOut(text))
-
     try:
-        await or_general(send, topic_in(conversation, target), f"reminder of chat {target}")
+        await TelegramOut(bot).send_text(address(target, topic_in(conversation, target)), TextOut(text))
     except TelegramDeliveryError as err:
         raise DeliveryError(f"Telegram refused it: {err.cause}", for_good=refused_for_good(err)) from err
     except TelegramError as err:
@@ -211,13 +193,21 @@ class TelegramOut:
         return await self._send(to, [MessagePart(part, []) for part in plain_parts(text)], TextOut(text, reply_to))
 
     async def _send(self, to: Address, parts: list[MessagePart], text: TextOut) -> Sent:
+        """The parts in ``to``'s forum topic; from one Telegram refuses there (the topic closed or deleted) on, in
+        the chat's General."""
         chat, topic = int(to.chat_id), topic_number(to)
 
         async def send(index: int, part: MessagePart, reply_to: str | None) -> str:
             quoted = int(reply_to) if reply_to else None
             return str(await _deliver_part(self.bot, chat, part, index, len(parts), quoted, topic))
 
-        return await send_parts(parts, text, send)
+        try:
+            return await send_parts(parts, text, send)
+        except TelegramDeliveryError as err:
+            if topic is None or not topic_gone(err):
+                raise
+            log.warning("telegram: a message for topic %s goes to the chat's General: %s", topic, err.cause)
+            return await self._send(Address(to.chat_id), parts, replace(text, skip_parts=err.part_index))
 
     async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
         """The message shows ``markdown``'s first part, formatted; False if the edit did not land."""

@@ -28,7 +28,6 @@ from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
     TelegramOut,
     address,
-    or_general,
     refused_for_good,
     topic_number,
 )
@@ -188,11 +187,8 @@ class TelegramTurns(ChatTurns):
         chat_id = chat_of(item.conversation_id)
 
         async def deliver(text: str) -> bool:
-            async def send(topic: int | None) -> None:
-                await self.send_reply(item, Address(str(chat_id), None if topic is None else str(topic)), text)
-
             try:
-                await or_general(send, topic_in(item.conversation_id, chat_id), f"job run {item.item_id}", resumes=True)
+                await self.send_reply(item, address(chat_id, topic_in(item.conversation_id, chat_id)), text)
             except TelegramDeliveryError as err:
                 if not refused_for_good(err.cause) and isinstance(err.cause, NetworkError):
                     log.warning("jobs: %s not delivered yet (%s); it is sent again at the next look", item.item_id, err)
