@@ -21,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable, Coroutine, Hashable, Sequence, Sized
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypedDict, TypeVar
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
@@ -94,6 +94,15 @@ class ChannelHost(Protocol):
         queue_of: Callable[[str], Hashable] = ...,
         taken: Callable[[InboxItem], None] = ...,
     ) -> ChannelIntake: ...
+
+
+class ChannelOptions(TypedDict, total=False):
+    """``ChannelService``'s keyword arguments, as a channel's own ``__init__`` passes them on (``Unpack``)."""
+
+    stop_signals: Sequence[int] | None
+    manage_runtime: bool
+    reminder_poll_seconds: float
+    backoff_max: float
 
 
 class ChannelService:

@@ -1,6 +1,5 @@
-"""Who the Telegram bot serves: the allowlist checked before anything else (bot.py), strangers' one short refusal
-(conversation/strangers.py; here: who is one, and whether a group message addressed the bot), the owner's own
-private chat for the owner's data (owner-only commands are refused elsewhere by conversation/commands.py)."""
+"""Who the Telegram bot serves: the allowlist checked before anything else (bot.py), a stranger's one refusal
+(conversation/strangers.py), the owner's own private chat for the owner's data."""
 
 from __future__ import annotations
 

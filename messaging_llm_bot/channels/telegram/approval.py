@@ -1,8 +1,6 @@
-"""Telegram's part of approvals (conversation/approvals.py has the rest): the question with Confirm /
-Decline buttons, in the topic the message came from, and the press that answers it. A call that asks only
-because outside content is in view gets a third button, "Allow for this conversation".
-
-Callback queries bypass the per-chat ordering, so the press is handled while the turn waits.
+"""Telegram's part of approvals (conversation/approvals.py has the rest): the question with Confirm / Decline
+buttons (and "Allow for this conversation" where offered), in the message's topic, and the press that answers it:
+handled at once, beside the chat's order, while the turn waits.
 """
 
 from __future__ import annotations

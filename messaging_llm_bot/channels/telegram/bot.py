@@ -13,8 +13,8 @@ import contextlib
 import logging
 import re
 import threading
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar, Unpack
 
 import telegram
 from telegram import BotCommand, Update
@@ -35,9 +35,8 @@ from messaging_llm_bot.channels.telegram.settings import chat_of, is_command
 from messaging_llm_bot.channels.telegram.turn import TelegramTurns
 from messaging_llm_bot.conversation.commands import COMMANDS
 from messaging_llm_bot.conversation.pairing import Pairing
-from messaging_llm_bot.conversation.reminders import POLL_SECONDS
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.service import ChannelService
+from messaging_llm_bot.conversation.service import ChannelOptions, ChannelService
 
 if TYPE_CHECKING:  # pragma: no cover - imported in webhook mode only (``serve``)
     from messaging_llm_bot.channels.listener import WebhookListener
@@ -65,20 +64,9 @@ class TelegramService(ChannelService):
     LOCK_FILE, LOCK_WHO = "state/bot.lock", "telegram: another bot"
 
     def __init__(
-        self,
-        runtime: Runtime,
-        *,
-        stop_signals: Sequence[int] | None = None,
-        poll_timeout: int = POLL_TIMEOUT_SECONDS,
-        manage_runtime: bool = True,
-        reminder_poll_seconds: float = POLL_SECONDS,
+        self, runtime: Runtime, *, poll_timeout: int = POLL_TIMEOUT_SECONDS, **options: Unpack[ChannelOptions]
     ) -> None:
-        super().__init__(
-            runtime,
-            stop_signals=stop_signals,
-            manage_runtime=manage_runtime,
-            reminder_poll_seconds=reminder_poll_seconds,
-        )
+        super().__init__(runtime, **options)
         self.settings = runtime.settings.telegram  # as at start (token, mode, digest)
         self.poll_timeout = poll_timeout
         self.approvals = TelegramApprovals()

@@ -1,8 +1,4 @@
-"""Telegram-safe rendering of model Markdown: plain text plus Bot API entities, in 4096-unit parts.
-
-The conversion and the splitting rules are shared with the other chat frontends
-(``conversation/markup.py``); Telegram counts its limit in UTF-16 code units.
-"""
+"""Model Markdown as Bot API text and entities, in parts of 4096 UTF-16 units (the rules: conversation/markup.py)."""
 
 from __future__ import annotations
 

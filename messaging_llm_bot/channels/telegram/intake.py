@@ -16,7 +16,7 @@ from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.media import message_kind
-from messaging_llm_bot.channels.telegram.send import answering
+from messaging_llm_bot.channels.telegram.send import address
 from messaging_llm_bot.channels.telegram.settings import (
     addressed_to_bot,
     command_line,
@@ -28,6 +28,7 @@ from messaging_llm_bot.channels.telegram.settings import (
     message_of,
     strip_mention,
     topic_in,
+    topic_of,
 )
 from messaging_llm_bot.channels.telegram.turn import TelegramTurns, joinable
 from messaging_llm_bot.conversation import commands as texts
@@ -91,9 +92,10 @@ class TelegramIntake:
         )
 
     def say(self, update: Update) -> Say:
-        """A short text in the update's chat (its forum topic, quoting it in a group), best effort."""
-        to, quote = answering(update)
-        return functools.partial(self.turns.say, to, reply_to=quote)
+        """A short text in the update's chat, in the forum topic it came from, quoting it in a group; best effort."""
+        chat, message = update.effective_chat, update.effective_message
+        quote = str(message.message_id) if chat.type != "private" else None
+        return functools.partial(self.turns.say, address(chat.id, topic_of(message)), reply_to=quote)
 
     async def fetched(self, updates: Sequence[Update], bot: telegram.Bot, *, synced: bool = False) -> Sequence[Update]:
         """The fetched updates that may be confirmed to Telegram (bot.py's poll, or a webhook POST's one, ``synced``):

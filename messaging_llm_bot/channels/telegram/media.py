@@ -1,6 +1,5 @@
 """Non-text Telegram messages: what kind each is, and its document, photo or voice note as conversation/media_in.py
-fetches it from the Bot API (what the model is told of a file, and the reply to a kind the bot cannot take:
-conversation/attachments.py)."""
+fetches it from the Bot API."""
 
 from __future__ import annotations
 

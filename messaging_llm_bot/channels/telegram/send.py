@@ -13,7 +13,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 
 from messaging_llm_bot.channels.telegram.format import MAX_MESSAGE_UTF16, plain_parts, render_markdown
 from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call, retry_after_seconds
-from messaging_llm_bot.channels.telegram.settings import chat_of, topic_in, topic_of
+from messaging_llm_bot.channels.telegram.settings import chat_of, topic_in
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.markup import Entity, MessagePart, fit_text
 from messaging_llm_bot.conversation.outage import Backoff
@@ -103,13 +103,6 @@ async def _deliver_part(
             await asyncio.sleep(backoff.next())
         except TelegramError as err:  # Forbidden, ChatMigrated, InvalidToken...: retrying cannot help
             raise TelegramDeliveryError(chat_id, index, count, err) from err
-
-
-def answering(update: telegram.Update) -> tuple[Address, str | None]:
-    """Where an answer to an update goes (its chat, and the forum topic it came from: a command in a topic is
-    answered there) and the message it quotes (the update's, in a group; None in a private chat)."""
-    chat, message = update.effective_chat, update.effective_message
-    return address(chat.id, topic_of(message)), str(message.message_id) if chat.type != "private" else None
 
 
 async def edit_text_safely(

@@ -1,7 +1,6 @@
-"""Answer one durable inbox item from Telegram on conversation/chat_turns.py's turn: the message read (its album,
-its forum topic, someone else's words marked), the live message (conversation/progress.py: status, the streamed
-answer by edits), the owner's buttons for an ``ask`` call, the reply delivered through the ledger, spoken where
-the chat asks for it; a job run's reply in the topic the job was made in.
+"""One durable inbox item answered on conversation/chat_turns.py's turn: here, the message read (its album, its
+forum topic, someone else's words marked), the live message, the owner's buttons, a spoken reply's voice notes;
+a job run's reply in the topic the job was made in.
 """
 
 from __future__ import annotations
