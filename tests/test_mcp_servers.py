@@ -10,7 +10,9 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -81,6 +83,7 @@ def setup(tmp_path_factory, http_server):
         "stuck": {**command("hang"), "timeout_seconds": 0.5},  # waited out whole: the others start meanwhile
         "absent": {"command": str(root / "no-such-server")},
         "hostile": command("hostile"),
+        "flood": command("flood"),
         "picky": {**command("tools"), "tools": ["echo", "teleport"], "tool_capabilities": {"echo": ["read"]}},
         "none": {**command("tools"), "tools": []},  # an empty allow-list: no tool, not every tool
         "off": {**command("tools"), "enabled": False},
@@ -207,6 +210,56 @@ def test_an_answer_of_more_than_50_parts_is_cut_at_the_bound(setup) -> None:
     assert len(saved) == 25 and all(path.read_bytes().startswith(b"\x89PNG") for path in saved)
     whole = ok(manager, "t_many", {"count": 50})  # at the bound: nothing left out
     assert "part 49" in whole and whole.count("[image saved to") == 25 and "left out" not in whole
+
+
+def _rss_peak_growth(work: Callable[[], str]) -> tuple[str, int]:
+    """What ``work`` returned and how far this process's resident memory rose above its start while it ran."""
+
+    def rss() -> int:
+        line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmRSS:"))
+        return int(line.split()[1]) * 1024
+
+    start, peak, done = rss(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.005):
+            peak[0] = max(peak[0], rss())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        value = work()
+    finally:
+        done.set()
+        sampler.join()
+    return value, max(peak[0], rss()) - start
+
+
+def test_an_answer_of_300000_parts_is_cut_before_it_is_built(setup) -> None:
+    """300,000 empty parts (9 MB on the wire): the parts past the 50th are dropped before they are built and
+    counted: the bot's memory rises by about 30 MB, where building them all took 460 MB (a million: 2 GB)."""
+    manager, *_ = setup
+    text, growth = _rss_peak_growth(lambda: ok(manager, "flood_parts", {"count": 300_000}))
+    assert text.endswith("[... 299950 more parts left out]")
+    assert growth < 200 * 1024 * 1024, f"the bot's memory rose by {growth // 2**20} MB"
+    assert ok(manager, "flood_echo", {"text": "after"}).endswith("echo: {'text': 'after'}")
+
+
+def test_an_answer_without_an_end_ends_the_connection_at_the_bound_in_one_sentence(setup, monkeypatch) -> None:
+    """A server that writes an answer on and on without a line's end: past 30 MB the connection is ended (it
+    ran to the call's timeout before, the line growing all along), the model gets one sentence saying why,
+    and the server, restarted, answers the next call."""
+    manager, *_ = setup
+    quick_restart(monkeypatch)
+    started = time.monotonic()
+    error, growth = _rss_peak_growth(lambda: failed(manager, "flood_endless", {}))
+    assert time.monotonic() - started < 15  # the section's timeout is 20 s
+    assert (
+        "the MCP server 'flood' stopped during the call (it sent a message larger than 30 MB); it is being "
+        "restarted: try again"
+    ) in error
+    assert growth < 200 * 1024 * 1024, f"the bot's memory rose by {growth // 2**20} MB"
+    assert ok(manager, "flood_echo", {"text": "again"}).endswith("echo: {'text': 'again'}")
 
 
 def test_hostile_names_and_a_huge_schema_are_tamed(setup) -> None:

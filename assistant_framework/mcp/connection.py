@@ -26,7 +26,6 @@ from typing import TextIO
 
 import httpx2
 from mcp import Client, Implementation, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool
 
@@ -35,6 +34,7 @@ from assistant_framework.json_types import JsonObject
 from assistant_framework.mcp.loop import LoopThread
 from assistant_framework.mcp.results import ToolError, first_sentence
 from assistant_framework.mcp.status import ServerStatus
+from assistant_framework.mcp.stdio import ServerOutput, bounded_stdio_client
 from assistant_framework.mcp.strays import MARK, end_marked, new_mark
 from assistant_framework.redaction import redact_text
 from assistant_framework.tls import shared_httpx2_context
@@ -132,6 +132,7 @@ class ServerConnection:
         #: what the model reads (a server or its HTTP library may quote the URL it was given).
         self._secrets = settings.secrets
         self._stderr = StderrTail(settings.name)
+        self._output = ServerOutput()
         self._client: Client | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
@@ -294,6 +295,8 @@ class ServerConnection:
         if isinstance(leaf, PermissionError):
             return f"the command {self.settings.command!r} may not be run ({leaf.strerror})"
         if isinstance(leaf, MCPError):
+            if leaf.code == CONNECTION_CLOSED and self._output.refused:
+                return f"the connection was ended: {self._output.refused}"
             if leaf.code == CONNECTION_CLOSED:
                 return "the server closed the connection" + (
                     " (it exited)" if self.settings.transport == "stdio" else ""
@@ -325,8 +328,9 @@ class ServerConnection:
         stack.push_async_callback(asyncio.to_thread, end_marked, mark)
         env = {**s.env, MARK: mark}
         params = StdioServerParameters(command=s.command, args=list(s.args), env=env, cwd=s.cwd or None)
+        self._output = ServerOutput()
         client = await stack.enter_async_context(
-            Client(stdio_client(params, errlog=errlog), client_info=CLIENT, cache=None)
+            Client(bounded_stdio_client(params, errlog, self._output), client_info=CLIENT, cache=None)
         )
         errlog.close()  # the child has its own copy: the reader sees the end when the child exits
         return client
@@ -428,8 +432,9 @@ class ServerConnection:
                     f"the MCP server {self.name!r} refused the call: {first_sentence(exc.message)}"
                 ) from None
             self._mark_lost(client)
+            why = f" ({self._output.refused})" if self._output.refused else ""
             raise ToolError(
-                f"the MCP server {self.name!r} stopped during the call; it is being restarted: try again",
+                f"the MCP server {self.name!r} stopped during the call{why}; it is being restarted: try again",
                 own_words=True,
             ) from None
         except Exception as exc:  # noqa: BLE001 - a transport failure: the connection is gone

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
 MAX_PARTS = 50
+#: The ``_meta`` key of an answer the transport cut (mcp/stdio.py): how many parts it dropped before they were built.
+LEFT_OUT = "assistant-framework/parts-left-out"
 MAX_FILE_BYTES = 20 * 1024 * 1024
 #: A text resource this short is also shown inline, besides the file it is saved to.
 INLINE_RESOURCE_CHARS = 1000
@@ -150,6 +152,12 @@ def _part_text(part: Any, saver: PartSaver) -> str:
     return f"[a {str(kind)[:40]} part this assistant does not read]"
 
 
+def _dropped(result: CallToolResult) -> int:
+    """The parts the transport dropped before the answer was built (0: none, or a server's own ``_meta``)."""
+    count = (getattr(result, "meta", None) or {}).get(LEFT_OUT)
+    return count if isinstance(count, int) and not isinstance(count, bool) and 0 < count < 10**9 else 0
+
+
 def result_text(result: CallToolResult, saver: PartSaver) -> str:
     """The text the model reads for a ``CallToolResult``; ``ToolError`` (one sentence) when the tool
     reported an error."""
@@ -158,8 +166,9 @@ def result_text(result: CallToolResult, saver: PartSaver) -> str:
         said = " ".join(str(getattr(p, "text", "")) for p in parts if getattr(p, "type", None) == "text")
         raise ToolError(first_sentence(said) or "the tool reported an error without saying what")
     pieces = [_part_text(part, saver) for part in parts[:MAX_PARTS]]
-    if len(parts) > MAX_PARTS:
-        pieces.append(f"[... {len(parts) - MAX_PARTS} more parts left out]")
+    left_out = max(0, len(parts) - MAX_PARTS) + _dropped(result)
+    if left_out:
+        pieces.append(f"[... {left_out} more parts left out]")
     structured = getattr(result, "structured_content", None)
     if structured is not None and not any(getattr(p, "type", None) == "text" for p in parts):
         pieces.append(json.dumps(structured, ensure_ascii=False, default=str))

@@ -82,6 +82,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         MCP_TOOLS,
     ),
     Mutation(
+        "mcp-parts-built-before-the-cut",
+        f"{AF}/mcp/stdio.py",
+        "                _cut_parts(result)",
+        "                pass",
+        "an answer of 300,000 empty parts is built whole before it is cut (460 MB of the bot's memory)",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-message-bound-unsaid",
+        f"{AF}/mcp/stdio.py",
+        'output.refused = f"it sent a message larger than {MAX_MESSAGE_BYTES // (1024 * 1024)} MB"',
+        'output.refused = ""',
+        "a server whose answer passed the bound is said to have stopped, not why",
+        MCP_TOOLS,
+    ),
+    Mutation(
         "mcp-built-in-replaced",
         f"{AF}/skills/loading.py",
         "        clash = _lookalike(found.skills, spec)",

@@ -15,6 +15,9 @@ Run one as a stdio server (the assistant starts it as it starts any configured s
 - ``hang``: starts and never answers.
 - ``hostile``: lists tools with hostile names and descriptions and one with a huge, deep schema
   (the low-level ``Server``, so nothing cleans them up on the way).
+- ``flood``: JSON-RPC written by hand (no SDK to build or bound anything): ``parts(count)`` answers with that
+  many empty text parts (30 bytes each on the wire), ``endless()`` starts an answer and writes on without a
+  line's end, ``text(mb)`` answers that many MB of text, ``echo(text)``.
 
 ``HttpMcpServer`` serves the ``tools`` server over streamable HTTP in a thread (uvicorn on
 127.0.0.1, a free port), with an optional bearer token (401 without it)::
@@ -26,6 +29,7 @@ Run one as a stdio server (the assistant starts it as it starts any configured s
 from __future__ import annotations
 
 import base64
+import json
 import os
 import socket
 import subprocess
@@ -200,6 +204,53 @@ def hostile_server() -> Any:
     return Server("test-hostile", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def flood_server() -> None:
+    """The ``flood`` mode: a server as an outside one may be, writing its lines itself."""
+
+    def send(message: dict) -> None:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+    def answer(mid: object, tool: str, args: dict) -> None:
+        if tool == "parts":
+            parts = ",".join(['{"type": "text", "text": ""}'] * int(args["count"]))
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"content": [%s]}}\n' % (json.dumps(mid), parts))
+        elif tool == "endless":
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "' % mid)
+            while True:  # until the client stops reading: a full pipe, then its end
+                sys.stdout.write("A" * 1_000_000)
+        elif tool == "text":
+            text = "B" * int(float(args["mb"]) * 1_000_000)
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
+        else:
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": f"echo: {args}"}]}})
+        sys.stdout.flush()
+
+    tools = [{"name": name, "description": f"The {name} tool.", "inputSchema": {"type": "object"}} for name in FLOODS]
+    for line in sys.stdin:
+        message = json.loads(line)
+        mid, method = message.get("id"), message.get("method")
+        if method == "initialize":
+            version = message["params"]["protocolVersion"]
+            info = {"name": "flood", "version": "1"}
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": mid,
+                    "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info},
+                }
+            )
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
+        elif method == "tools/call":
+            answer(mid, message["params"]["name"], message["params"].get("arguments") or {})
+        elif mid is not None:
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
+
+
+FLOODS = ["parts", "endless", "text", "echo"]
+
+
 class HttpMcpServer:
     """The ``tools`` server over streamable HTTP on 127.0.0.1 (a free port), in a daemon thread."""
 
@@ -271,6 +322,8 @@ def main(mode: str) -> None:
         sys.exit(1)
     elif mode == "hang":
         time.sleep(3600)
+    elif mode == "flood":
+        flood_server()
     elif mode in ("hostile", "shadow"):
         import anyio
         from mcp.server.stdio import stdio_server
