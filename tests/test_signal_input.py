@@ -84,3 +84,29 @@ def test_a_sticker_gets_the_sentence_for_what_the_bot_takes_and_reaches_no_model
     [sent] = daemon.wait_sent(1)
     assert "can't handle a sticker message" in sent["message"] and "a document or a photo" in sent["message"]
     assert not chat_server.chat_requests
+
+
+def test_a_hostile_file_name_is_never_repeated_and_its_file_lands_in_the_inbox(start, daemon, chat_server, workspace):
+    """A name holding a path, a right-to-left override, an escape sequence, a NUL and 10,000 characters: the
+    file is saved inside ``inbox/<date>/`` under a short safe name, and the sentence about a second file of that
+    name over the size bound (to the sender alone, to the model beside the first) names it the same safe way
+    (it repeated the name as sent, all 10,000 characters with their controls)."""
+    hostile = "../../\u202eevil\x1b[31m\x00" + "x" * 10_000 + ".pdf"
+    small = daemon.add_attachment(b"%PDF-1.4 small", "application/pdf", filename=hostile)
+    big = daemon.add_attachment(b"%PDF-1.4 big", "application/pdf", filename=hostile)
+    big["size"] = 150_000_000  # as signal-cli reports it: over the channel's 100 MB
+    chat_server.enqueue('{"reply": "Got one of two."}')
+    start()
+    daemon.message(OWNER, attachments=[big])
+    [refusal] = daemon.wait_sent(1)
+    daemon.message(OWNER, "what is this?", attachments=[small, big])
+    _, answered = daemon.wait_sent(2)
+    assert answered["message"] == "Got one of two."
+    prompt = chat_server.chat_requests[0]["messages"][-1]["content"]
+    said = [refusal["message"], prompt.split("Another file could not be fetched: ")[1].split("\n")[0]]
+    assert "150.0 MB" in said[0] and "150.0 MB" in said[1]
+    for text in said:
+        assert len(text) < 300 and not any(c in text for c in "\u202e\x1b\x00/"), text
+    [saved] = [p for p in workspace.root.rglob("*") if p.is_file() and "evil" in p.name]
+    assert saved.parent.parent == workspace.root / "inbox" and len(saved.name) <= 100
+    assert saved.read_bytes() == b"%PDF-1.4 small"

@@ -56,6 +56,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a stop during the join leaves the job scheduler running, handing runs to a channel that is gone",
         ("test_telegram_lifecycle.py",),
     ),
+    Mutation(
+        "attachment-name-said-as-sent",
+        f"{BOT}/conversation/media_in.py",
+        "    name = sanitize_name(one.name)",
+        "    name = one.name",
+        "a file over the size bound is named as sent: a path, controls and 10,000 characters in six messages",
+        ("test_signal_input.py",),
+    ),
     # -- a chat message's turn and its reply's way out (conversation/chat_turns.py) ---------------------------
     Mutation(
         "chat-turns-retry-after-ignored",

@@ -20,7 +20,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Protocol
 
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
+from messaging_llm_bot.conversation.attachments import SavedFile, sanitize_name, save_bytes
 from messaging_llm_bot.conversation.images import FilesInput, files_input
 from messaging_llm_bot.conversation.turn import ChannelTurns, Received, SaveFiles, TurnInput
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe, transcription_settings
@@ -105,13 +105,16 @@ def files_saver(
 async def _save_one(
     one: FileIn, area: Workspace, today: date, limit: int, source: str, errors: tuple[type[Exception], ...]
 ) -> SavedFile | str:
+    # The sender's name for the file is said as it would be saved: no path, no control or direction character, at
+    # most 100 characters (a sentence repeating 10,000 of them was six messages).
+    name = sanitize_name(one.name)
     if one.size is not None and one.size > limit:
-        return too_large(one.size, limit, one.name)
+        return too_large(one.size, limit, name)
     try:
         data = await one.fetch(limit)
     except errors as err:
-        log.warning("%s: the attachment %s could not be fetched: %s", source, one.name, err)
-        return f"I could not fetch {one.name} from {source}: {err}."
+        log.warning("%s: the attachment %s could not be fetched: %s", source, name, err)
+        return f"I could not fetch {name} from {source}: {err}."
     if isinstance(data, str):
         return data
     kind, mime, caption = one.kind, one.mime, one.caption
