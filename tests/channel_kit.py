@@ -2164,7 +2164,7 @@ def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> BusyChat
     import threading
 
     from messaging_llm_bot.channels.console.chat import run_console
-    from messaging_llm_bot.channels.console.service import JOINED_TEXT
+    from messaging_llm_bot.conversation.line_chat import JOINED_TEXT
     from tests.telegram_harness import make_runtime
 
     config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.conversation.approvals import ALLOWANCE, Answer, ReplyApprovals
+from messaging_llm_bot.conversation.busy import BusyTurns
 from messaging_llm_bot.conversation.commands import run_command, unknown_command_text
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
@@ -30,6 +31,8 @@ from messaging_llm_bot.conversation.shutdown import request_stop
 
 #: How often a stop is made again while the lines sent before it are not answered yet.
 STOP_AGAIN_SECONDS = 0.1
+#: The note of a line that joined the answer being written (busy modes: the chat can show no reaction).
+JOINED_TEXT = "… added to the answer in progress"
 
 
 class LineChatTurns(OwnerChatTurns):
@@ -41,6 +44,7 @@ class LineChatTurns(OwnerChatTurns):
     def __init__(self, service: LineChatService) -> None:
         super().__init__(service.runtime, service.inbox, service.NAME, service.CONVERSATION)
         self.service = service
+        self.busy = BusyTurns(lambda _item: service.note(JOINED_TEXT))
 
     async def deliver(self, item: InboxItem, text: str) -> bool:
         """Show a reply once (not again when the ledger shows it shown before a crash); False when the chat is
@@ -68,6 +72,7 @@ class LineChatService(OwnerChatService):
 
     HOW_TO_ANSWER = "[y/N]"
     HOW_TO_ANSWER_OR_ALLOW = f"(c: allow for this conversation: {ALLOWANCE}) [y/N/c]"
+    TURNS: type[LineChatTurns] = LineChatTurns  # the channel's own
 
     turns: LineChatTurns
     intake: ChannelIntake
@@ -85,9 +90,24 @@ class LineChatService(OwnerChatService):
             how_to_answer_or_allow=self.HOW_TO_ANSWER_OR_ALLOW,
         )
 
+    def make_turns(self) -> LineChatTurns:
+        # A line the inbox cannot store is held (the chat told once) and stored again after a pause: it is sent once.
+        turns = self.TURNS(self)
+        self.intake = self.channel_intake(turns, hold=True)
+        return turns
+
     async def say(self, text: str) -> None:
         """Show ``text`` as a block of its own (a command's answer, the intake's word)."""
         raise NotImplementedError
+
+    def note(self, text: str) -> None:
+        """A short line beside the chat's blocks (what it does unasked: a line joined, a message answered)."""
+        raise NotImplementedError
+
+    def answer_left(self, item: InboxItem) -> None:
+        text = str(item.payload.get("text", ""))[:80]
+        self.note(f"(answering a message left unanswered by the last run: {text!r})")
+        super().answer_left(item)
 
     def start(self) -> None:
         """Serve (``run``) on a thread of its own; returns once it serves (or failed: ``stopped`` is set)."""

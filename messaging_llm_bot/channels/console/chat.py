@@ -18,12 +18,12 @@ from typing import TextIO
 from messaging_llm_bot.channels.console.extras import HISTORY_FILE, Lines, open_lines
 from messaging_llm_bot.channels.console.service import ConsoleService, Terminal
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.service import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from messaging_llm_bot.conversation.shutdown import Terminated, sigterm_leaves, take_lock
 
 WELCOME = "Terminal chat with your assistant. /help for commands, Ctrl-C stops an answer, /quit or Ctrl-D to leave."
 QUIT_COMMANDS = ("/quit", "/exit")
 LOCK_FILE, LOCK_WHO = "state/console.lock", "chat: another terminal chat"
-EXIT_USAGE = 2
 POLL_SECONDS = 0.1  # how often the main thread looks for a line typed meanwhile while an answer is written
 #: How long a Ctrl-C waits for a turn that is only finishing (its answer shown) before it counts as a stop.
 SETTLE_SECONDS = 0.5
@@ -64,13 +64,13 @@ def _chat(runtime: Runtime, term: Terminal, job_clock: Callable[[], datetime] | 
         try:
             service.start()
             if service.stopped.is_set():
-                return 1  # it could not start: the log says why
+                return EXIT_FAILED  # it could not start: the log says why
             _prompt(service, lines)
             service.stop(10)
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
             print("", file=out)
             service.leave_now()
-    return 0
+    return EXIT_OK
 
 
 def _prompt(service: ConsoleService, lines: Lines) -> None:

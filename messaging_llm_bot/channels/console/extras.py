@@ -53,8 +53,7 @@ class PlainLines:
         """Nothing to forget: the terminal's line discipline dropped the line typed at the Ctrl-C."""
 
     def stop_line(self) -> str:
-        """The line said at a Ctrl-C that stops an answer: on a line of its own, after the ``^C`` the terminal
-        showed."""
+        """The line said at a Ctrl-C that stops an answer: on a line of its own, below the ``^C`` the terminal shows."""
         return "\n" + STOPPING
 
     def read(self, busy: bool) -> str:

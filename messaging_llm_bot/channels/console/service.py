@@ -1,9 +1,6 @@
-"""The terminal chat's channel: conversation/line_chat.py's ``LineChatService`` (a thread of its own, the lines
-typed handed on, a question answered at the prompt), as the main thread is the terminal's (chat.py); what it
-shares with every channel: docs/channels.md. The terminal's own: replies, job runs', reminders and notices printed
-above the prompt, the answer printed as it streams with progress notes on stderr, a file "sent" shown by its path.
-Piped, it runs no jobs and confirms nothing.
-"""
+"""The terminal chat's channel, on conversation/line_chat.py's ``LineChatService`` (the main thread is the
+terminal's: chat.py): replies, job runs', reminders and notices printed above the prompt, the answer printed as it
+streams, notes on stderr, a file "sent" shown by its path. Piped, it runs no jobs and confirms nothing."""
 
 from __future__ import annotations
 
@@ -15,7 +12,6 @@ from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.agent.turn import AgentEvent
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.appended import LiveReply
-from messaging_llm_bot.conversation.busy import BusyTurns
 from messaging_llm_bot.conversation.line_chat import LineChatService, LineChatTurns
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import TurnInput
@@ -27,7 +23,6 @@ CHAT = "console"  # the one conversation: its queue, its inbox items and its rou
 CAPABILITIES = Capabilities(
     max_message_length=1_000_000, length_unit="chars", media_out=frozenset({"file"}), max_file_bytes=1 << 40
 )
-JOINED_TEXT = "… added to the answer in progress"
 FINISH_SECONDS = 2.0  # at the chat's end, for a job run being finished (a turn still running is cut off)
 # A reminder set outside the chat (the web page, the CLI, a hand edit) is planned within this: sooner than the
 # other channels' reading of the store (conversation/reminders.py), as one person waits at the prompt.
@@ -61,7 +56,6 @@ class ConsoleTurns(LineChatTurns):
     def __init__(self, service: ConsoleService) -> None:
         super().__init__(service)
         self.term = service.term
-        self.busy = BusyTurns(lambda _item: print(JOINED_TEXT, file=self.term.stderr, flush=True))
         self.live: LiveReply | None = None  # the typed message's answer as it streams (one at a time)
 
     async def turn_input(self, item: InboxItem) -> TurnInput | str:
@@ -76,7 +70,7 @@ class ConsoleTurns(LineChatTurns):
     async def show_file(self, item: InboxItem, one: FileToSend) -> str:
         # The terminal is on the workspace's machine: the file is where it is, its path is what to show.
         caption = f" ({one.caption})" if one.caption else ""
-        print(f"📎 {one.path}{caption}", file=self.term.stderr, flush=True)
+        self.service.note(f"📎 {one.path}{caption}")
         return str(one.path)
 
     async def show_reply(self, text: str) -> None:
@@ -90,27 +84,19 @@ class ConsoleService(LineChatService):
     NAME, TITLE = "console", "the terminal chat"  # no LOCK_FILE: the chat holds its lock (chat.py)
     CONVERSATION = PREFIX = CHAT
     WHERE = "the terminal"
+    TURNS = ConsoleTurns
 
     def __init__(self, runtime: Runtime, term: Terminal) -> None:
         super().__init__(runtime, manage_runtime=False)  # the CLI shuts the runtime down, with its own bound
         self.shutdown.timeout = FINISH_SECONDS  # leaving is at once: a run cut off is made at the next start
         self.term = term
         self.reminder_poll_seconds = REMINDER_POLL_SECONDS
-        self.turns: ConsoleTurns
-
-    def make_turns(self) -> ConsoleTurns:
-        # A message the inbox cannot store is held (the chat told once) and stored again after a pause.
-        turns = ConsoleTurns(self)
-        self.intake = self.channel_intake(turns, hold=True)
-        return turns
 
     def runs_jobs(self) -> bool:
         return self.term.interactive  # scripted: no jobs, notices or questions (only a person can confirm)
 
-    def answer_left(self, item: InboxItem) -> None:
-        text = str(item.payload.get("text", ""))[:80]
-        print(f"(answering a message left unanswered by the last run: {text!r})", file=self.term.stderr, flush=True)
-        super().answer_left(item)
-
     async def say(self, text: str) -> None:
         print_block(self.term.stdout, text)
+
+    def note(self, text: str) -> None:
+        print(text, file=self.term.stderr, flush=True)
