@@ -99,11 +99,11 @@ def test_a_channel_declares_its_capabilities_in_the_contracts_terms(channel: str
 
 
 def test_the_doctor_and_setup_find_each_channels_hooks_in_its_folder() -> None:
-    """ops/ names no channel (tests/test_layout.py): the doctor's checks and setup's steps are found by the
-    registry's names in channels/<name>/doctor.py and setup.py, with the hooks' signatures."""
-    from messaging_llm_bot.channels.doctor import channel_checks
-    from messaging_llm_bot.channels.setup import channel_setups
+    """ops/setup and ops/doctor name no channel (tests/test_layout.py): the doctor's checks and setup's steps are
+    found by the registry's names in ops/channels/<name>/doctor.py and setup.py, with the hooks' signatures."""
     from messaging_llm_bot.conversation.routes import channel_names
+    from messaging_llm_bot.ops.channels.doctor import channel_checks
+    from messaging_llm_bot.ops.channels.setup import channel_setups
 
     checks = dict(channel_checks())
     assert {"telegram", "signal", "email", "matrix", "webchat"} <= set(checks) <= set(channel_names())
@@ -183,6 +183,36 @@ def test_a_route_whose_folder_is_missing_is_said_in_one_line_naming_both(
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     with pytest.raises(RegistrationError, match="channels/nowhere/"):
         runner_factory("nowhere")
+
+
+def test_a_setup_or_doctor_folder_no_route_names_is_said_in_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A channel's setup and doctor live in ops/channels/<name>/, apart from its folder under channels/: a folder
+    there whose name no Route has (a typo: "telgram") would never run, so every command refuses it in one line
+    naming the folder, and the doctor's and setup's finders raise it."""
+    from messaging_llm_bot.channels import RegistrationError
+    from messaging_llm_bot.cli.main import build_parser, main
+    from messaging_llm_bot.ops import channels as ops_channels
+    from messaging_llm_bot.ops.channels.doctor import channel_checks
+
+    stray = tmp_path / "telgram"
+    stray.mkdir()
+    (stray / "__init__.py").write_text("", encoding="utf-8")
+    (stray / "doctor.py").write_text("def checks(ctx):\n    return []\n", encoding="utf-8")
+    monkeypatch.setattr(ops_channels, "__path__", [*ops_channels.__path__, str(tmp_path)])
+    monkeypatch.delenv("ASSISTANT_DEBUG", raising=False)
+    build_parser.cache_clear()  # built once per process: with the folders as they are now
+    try:
+        (tmp_path / "config.json").write_text("{}", encoding="utf-8")
+        assert main(["config", "validate", "--config", str(tmp_path / "config.json")]) == 2
+    finally:
+        build_parser.cache_clear()
+    err = capsys.readouterr().err
+    assert "messaging_llm_bot/ops/channels/telgram/ is no registered channel's" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    with pytest.raises(RegistrationError, match="ops/channels/telgram/"):
+        channel_checks()
 
 
 def test_every_channel_runs_the_kit_in_exactly_one_module() -> None:

@@ -1,8 +1,9 @@
 """docs/channels.md's promise, "a new channel is new files plus one registry line", held: a channel of this test's
-own, written as the walk says in a temporary folder (its ``entry.py``, ``section.py``, ``doctor.py`` and
-``setup.py``, and its page ``docs/memo.md``) and added to the registry by one ``Route``, is started by ``assistant
-run``'s way of starting a channel and answers a message through the conversation service's turn; the run's
-``--frontend``, the doctor, setup and the routing of stored chat ids find it by its name, with no other file changed.
+own, written as the walk says in temporary folders (its ``entry.py`` and ``section.py`` as under channels/, its
+``doctor.py`` and ``setup.py`` as under ops/channels/, and its page ``docs/memo.md``) and added to the registry by
+one ``Route``, is started by ``assistant run``'s way of starting a channel and answers a message through the
+conversation service's turn; the run's ``--frontend``, the doctor, setup and the routing of stored chat ids find it
+by its name, with no other file changed.
 
 The channel (``memo``): the owner's messages are the lines of a file in the workspace (``memo.in_file``), read at the
 start; each reply is appended to another (``memo.out_file``). Its config section is its own record
@@ -25,6 +26,7 @@ import pytest
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot import channels
 from messaging_llm_bot.conversation import routes
+from messaging_llm_bot.ops import channels as ops_channels
 from tests.fakes.chat_server import FakeChatServer
 from tests.waiting import wait_until
 
@@ -139,7 +141,7 @@ PAGE = """# The memo channel
 """
 
 DOCTOR = """
-from messaging_llm_bot.channels.doctor import OK, Check
+from messaging_llm_bot.ops.channels.doctor import OK, Check
 from messaging_llm_bot.channels.memo.section import MemoSettings
 
 
@@ -162,12 +164,19 @@ def steps(setup):
 
 @pytest.fixture
 def memo_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The memo channel's folder in a temporary place on ``messaging_llm_bot.channels``' path, and its one Route."""
+    """The memo channel's folder in a temporary place on ``messaging_llm_bot.channels``' path, its setup and doctor
+    in one on ``messaging_llm_bot.ops.channels``', and its one Route."""
     folder = tmp_path / "channels" / "memo"
-    folder.mkdir(parents=True)
-    for name, text in {"__init__": "", "entry": ENTRY, "section": SECTION, "doctor": DOCTOR, "setup": SETUP}.items():
-        (folder / f"{name}.py").write_text(text, encoding="utf-8")
+    ops_folder = tmp_path / "ops" / "channels" / "memo"
+    for where, files in (
+        (folder, {"entry": ENTRY, "section": SECTION}),
+        (ops_folder, {"doctor": DOCTOR, "setup": SETUP}),
+    ):
+        where.mkdir(parents=True)
+        for name, text in {"__init__": "", **files}.items():
+            (where / f"{name}.py").write_text(text, encoding="utf-8")
     monkeypatch.setattr(channels, "__path__", [*channels.__path__, str(folder.parent)])
+    monkeypatch.setattr(ops_channels, "__path__", [*ops_channels.__path__, str(ops_folder.parent)])
     importlib.invalidate_caches()
     # The registry line as docs/channels.md (step 3) has it in conversation/routes.py's ROUTES: the conversation
     # service imports no channel, so the route reads the channel's record by the section's name.
@@ -180,17 +189,18 @@ def memo_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
     command_line.cache_clear()
     yield
     command_line.cache_clear()
-    for module in [name for name in sys.modules if name.startswith("messaging_llm_bot.channels.memo")]:
+    memo = ("messaging_llm_bot.channels.memo", "messaging_llm_bot.ops.channels.memo")
+    for module in [name for name in sys.modules if name.startswith(memo)]:
         del sys.modules[module]
 
 
 @pytest.mark.usefixtures("memo_channel")
 def test_the_run_the_doctor_setup_and_the_routes_find_a_channel_by_its_route_alone() -> None:
     from assistant_framework.config.settings import Settings
-    from messaging_llm_bot.channels.doctor import Context
     from messaging_llm_bot.channels.run import enabled_frontends
-    from messaging_llm_bot.channels.setup import add_channel_flags
     from messaging_llm_bot.cli.run import build_parser
+    from messaging_llm_bot.ops.channels.doctor import Context
+    from messaging_llm_bot.ops.channels.setup import add_channel_flags
     from messaging_llm_bot.ops.doctor.run import checks_in_order
 
     [frontend] = [a for a in build_parser()._actions if a.dest == "frontend"]
@@ -257,8 +267,8 @@ def test_the_channels_own_section_is_known_checked_and_documented_wherever_the_c
     its page is held to its record."""
     from assistant_framework.config import ConfigError
     from assistant_framework.config.reloadable import RELOAD, RESTART, applied_by, plan_reload
-    from messaging_llm_bot.channels.doctor import OK, Context
     from messaging_llm_bot.cli.main import main
+    from messaging_llm_bot.ops.channels.doctor import OK, Context
     from messaging_llm_bot.ops.doctor.config import check_config
     from messaging_llm_bot.runtime import build_runtime
     from tests.config_readme import channel_pages_differences

@@ -120,7 +120,7 @@ def test_the_token_check_says_in_one_line_why_the_bot_api_did_not_answer(servers
     before each read: whitespace before the JSON, or a header line a byte at a time), a refused token, a server that
     is gone: one line each, naming the server, never the token, and nothing else printed (python-telegram-bot logs
     a body that is not JSON with a traceback)."""
-    from messaging_llm_bot.channels.telegram import probe
+    from messaging_llm_bot.ops.channels.telegram import probe
 
     monkeypatch.setattr(probe, "TIMEOUT_SECONDS", 0.5)
     tg, chat = servers
@@ -421,7 +421,7 @@ def test_a_bot_on_signal_only_gets_no_telegram_check(servers, tmp_path: Path, ca
 
 
 def test_the_web_chat_doctor_lines_say_the_page_its_address_and_the_sign_in(servers, tmp_path: Path, capsys) -> None:
-    """The web chat's checks come from its folder (channels/webchat/doctor.py) through the registry: on
+    """The web chat's checks come from its folder (ops/channels/webchat/doctor.py) through the registry: on
     loopback with a generated token all is well; beyond loopback it warns, a short token fails (exit 1), and
     web.chat without web.enabled says there is no page."""
     tg, chat = servers
@@ -471,7 +471,7 @@ def test_without_the_matrix_library_the_doctor_runs_and_names_it_only_when_matri
     (they are found through the registry for every channel); with Matrix on, that check fails naming the extra."""
     import sys
 
-    from messaging_llm_bot.channels.doctor import Context, channel_checks
+    from messaging_llm_bot.ops.channels.doctor import Context, channel_checks
 
     monkeypatch.setitem(sys.modules, "nio", None)  # import nio raises ImportError, as where it is not installed
     for name in [m for m in sys.modules if m.startswith("messaging_llm_bot.channels.matrix.")]:

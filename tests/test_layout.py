@@ -1,5 +1,6 @@
-"""The package layout keeps its arrows: cli -> channels -> conversation -> agent -> protocol / model client ->
-framework; a channel (one folder under channels/) never imports another channel.
+"""The package layout keeps its arrows: cli -> ops -> channels -> conversation -> agent -> protocol / model client
+-> framework; a channel (one folder under channels/, and its setup and doctor under ops/channels/) never imports
+another channel, and a channel's runtime never imports ops/.
 
 Every module's imports are read with ``ast`` (including imports inside functions and under
 ``TYPE_CHECKING``: a type-only arrow is still an arrow a reader has to follow).
@@ -150,24 +151,30 @@ def test_the_bot_parts_import_only_downwards() -> None:
 
 
 CHANNELS = f"{BOT}.channels"
+#: Where a channel's parts are: its runtime (channels/<name>/) and its setup, probe and doctor (ops/channels/<name>/).
+CHANNEL_HOMES = (("channels",), ("ops", "channels"))
 
 
 def _channel_of(module: str) -> str:
-    """The channel folder a module belongs to (``telegram`` for channels.telegram.send), "" for channels' own
-    top-level modules (the contract, the registry) and for modules outside channels/."""
+    """The channel a module belongs to (``telegram`` for channels.telegram.send and ops.channels.telegram.probe),
+    "" for the top-level modules of channels/ and ops/channels/ (the contract, the registry, setup's dialog, the
+    doctor's record) and for modules outside them."""
     parts = module.split(".")
-    if module.startswith(CHANNELS + ".") and len(parts) > 3:
-        return parts[2]
-    if module.startswith(CHANNELS + ".") and len(parts) == 3 and (ROOT / BOT / "channels" / parts[2]).is_dir():
-        return parts[2]
+    for home in CHANNEL_HOMES:
+        depth = 1 + len(home)  # messaging_llm_bot.<home>
+        if parts[1 : 1 + len(home)] != list(home) or len(parts) <= depth:
+            continue
+        if len(parts) > depth + 1 or ROOT.joinpath(BOT, *home, parts[depth]).is_dir():
+            return parts[depth]
     return ""
 
 
 def test_a_channel_imports_no_other_channel() -> None:
     """Each channel is an adapter on the conversation service: it may import channels' top-level modules and the
-    conversation service's modules, never another channel's folder nor a private (``_``) conversation module."""
+    conversation service's modules, never another channel's folder nor a private (``_``) conversation module. Its
+    setup, probe and doctor (ops/channels/<name>/) may import its own runtime folder, never another channel's."""
     wrong = []
-    for path in _modules(f"{BOT}/channels"):
+    for path in [*_modules(f"{BOT}/channels"), *_modules(f"{BOT}/ops/channels")]:
         module = _module_name(path)
         own = _channel_of(module)
         if not own:
@@ -185,6 +192,10 @@ def test_the_channel_check_sees_a_cross_channel_import() -> None:
     assert _channel_of(f"{CHANNELS}.signal") == "signal"
     assert _channel_of(f"{CHANNELS}.run") == ""
     assert _channel_of(f"{BOT}.conversation.held") == ""
+    assert _channel_of(f"{BOT}.ops.channels.telegram.probe") == "telegram"
+    assert _channel_of(f"{BOT}.ops.channels.signal") == "signal"
+    assert _channel_of(f"{BOT}.ops.channels.doctor") == ""
+    assert _channel_of(f"{BOT}.ops.doctor.run") == ""
 
 
 def _channel_imports(path: Path) -> list[str]:
@@ -197,24 +208,32 @@ def _channel_imports(path: Path) -> list[str]:
 
 
 def test_ops_and_the_cli_name_no_channel() -> None:
-    """A channel's doctor checks, setup steps, start and web page come from its own folder through the registry
-    (channels/doctor.py, channels/setup.py, channels/run.py): ops/ and cli/ import no channel's folder, so a new
-    channel is new files plus its Route line (the email and Matrix channels each had to edit both)."""
-    wrong = [hit for folder in ("ops", "cli") for path in _modules(f"{BOT}/{folder}") for hit in _channel_imports(path)]
+    """A channel's doctor checks and setup steps come from its folder under ops/channels/, its start and web page
+    from its folder under channels/, through the registry (ops/channels/__init__.py, channels/run.py): the rest of
+    ops/ and cli/ import no channel's folder, so a new channel is new files plus its Route line (the email and
+    Matrix channels each had to edit both)."""
+    wrong = [
+        hit
+        for folder in ("ops", "cli")
+        for path in _modules(f"{BOT}/{folder}")
+        if not _channel_of(_module_name(path))  # a channel's own setup and doctor import its runtime's records
+        for hit in _channel_imports(path)
+    ]
     assert not wrong, "ops/ or cli/ names a channel; give the channel a hook in its folder:\n" + "\n".join(wrong)
 
 
 def test_the_no_channel_check_sees_a_channel_named(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "import importlib\nfrom messaging_llm_bot.channels.doctor import Check\n\ndef f():\n"
+        "import importlib\nfrom messaging_llm_bot.ops.channels.doctor import Check\n\ndef f():\n"
         "    from ..channels.email.servers import Mailbox\n"
-        "    importlib.import_module('messaging_llm_bot.channels.matrix.probe')\n"
+        "    importlib.import_module('messaging_llm_bot.ops.channels.matrix.probe')\n"
     )
     module = f"{BOT}.ops.probe"
     hits = [name for _line, name, _top in _imports(probe, module=module) if _channel_of(name)]
-    assert hits == [f"{CHANNELS}.email.servers"]  # the top-level channels.doctor is the registry's, not a channel
-    assert [name for _line, name in _dynamic_imports(probe) if _channel_of(name)] == [f"{CHANNELS}.matrix.probe"]
+    assert hits == [f"{CHANNELS}.email.servers"]  # the top-level ops.channels.doctor is the doctor's, not a channel
+    dynamic = [name for _line, name in _dynamic_imports(probe) if _channel_of(name)]
+    assert dynamic == [f"{BOT}.ops.channels.matrix.probe"]
 
 
 def test_no_import_circle_among_the_channels_and_the_conversation_service() -> None:

@@ -284,8 +284,8 @@ def test_a_part_a_restarted_bot_sends_again_on_its_kept_device_is_one_message(ma
 
 
 def test_doctor_checks_the_homeserver_the_login_and_names_encrypted_rooms(matrix: MatrixWorld, tmp_path) -> None:
-    from messaging_llm_bot.channels.doctor import Context
-    from messaging_llm_bot.channels.matrix.doctor import checks as check_matrix
+    from messaging_llm_bot.ops.channels.doctor import Context
+    from messaging_llm_bot.ops.channels.matrix.doctor import checks as check_matrix
     from tests.matrix_harness import PASSWORD
 
     def doctor(**matrix_keys: object) -> dict[str, tuple[str, str]]:

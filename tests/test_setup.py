@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from messaging_llm_bot.channels.setup import default_flags
 from messaging_llm_bot.cli.main import main
+from messaging_llm_bot.ops.channels.setup import default_flags
 from messaging_llm_bot.ops.setup.answers import Answers, system_timezone
 from messaging_llm_bot.ops.setup.dialog import Dialog
 from messaging_llm_bot.ops.setup.wizard import Wizard
@@ -188,7 +188,7 @@ def test_of_several_senders_at_a_terminal_the_one_picked_is_the_owner(fresh: Pat
 def test_a_bot_api_that_fails_setup_ends_it_with_one_line(fresh: Path, tmp_path: Path, monkeypatch, fault) -> None:
     """The token's check (getMe) and the owner's message (getUpdates) each end the setup with one line naming the
     server and never the token, within the deadline of the whole exchange; nothing is written."""
-    from messaging_llm_bot.channels.telegram import probe
+    from messaging_llm_bot.ops.channels.telegram import probe
 
     monkeypatch.setattr(probe, "TIMEOUT_SECONDS", 0.5)
     with FakeBotAPI() as tg, FakeChatServer() as chat:

@@ -3,9 +3,9 @@ with the test files that should notice it. Data only; tests/test_mutation_list.p
 change still occurs exactly once in its file, so a refactor that moves a guard updates this list with it.
 
 One file per area, named for the package whose file the mutation changes (``area_of`` below): a new guard's
-mutation goes into its area's file (``channel_<name>.py`` for a channel's folder: a new file, found here by its
-name), the test files it names into ``common.py`` or the area file itself. Areas apart keep two branches that
-each add a mutation from meeting in one place.
+mutation goes into its area's file (``channel_<name>.py`` for a channel's folder, and its folder under
+ops/channels/: a new file, found here by its name), the test files it names into ``common.py`` or the area file
+itself. Areas apart keep two branches that each add a mutation from meeting in one place.
 """
 
 from __future__ import annotations
@@ -77,6 +77,8 @@ def area_of(path: str) -> str:
     parts = path.split("/")
     if parts[:2] == ["messaging_llm_bot", "channels"] and len(parts) > 3:
         return f"channel_{parts[2]}"
+    if parts[:3] == ["messaging_llm_bot", "ops", "channels"] and len(parts) > 4:
+        return f"channel_{parts[3]}"  # a channel's setup, probe and doctor: beside its runtime's mutations
     for prefix, area in AREAS:
         if path == prefix or path.startswith(prefix + "/") or path.startswith(prefix + "."):
             return area

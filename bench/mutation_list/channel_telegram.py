@@ -48,7 +48,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "doctor-telegram-checked-when-unused",
-        f"{BOT}/channels/telegram/doctor.py",
+        f"{BOT}/ops/channels/telegram/doctor.py",
         "        return []  # Telegram is not used",
         "        pass",
         "a bot on Signal only is warned about Telegram's token and empty allowlist (noise where nothing is wrong)",
@@ -56,15 +56,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "setup-owner-read-from-a-group",
-        f"{BOT}/channels/telegram/probe.py",
-        'if user is None or user.is_bot or message.chat.type != "private":',
-        "if user is None or user.is_bot:",
+        f"{BOT}/ops/channels/telegram/probe.py",
+        'user is None or user.is_bot or message.chat.type != "private":',
+        "user is None or user.is_bot:",
         "setup offers (or, alone, takes as the owner) someone who wrote in a group the bot is in",
         ("test_setup.py",),
     ),
     Mutation(
         "bot-api-probe-deadline-per-read",
-        f"{BOT}/channels/telegram/probe.py",
+        f"{BOT}/ops/channels/telegram/probe.py",
         "asyncio.run(asyncio.wait_for(exchange(), timeout))",
         "asyncio.run(exchange())",
         "a Bot API server trickling its answer holds setup and doctor as long as it likes",
@@ -72,7 +72,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "bot-api-probe-page-not-json-logged",
-        f"{BOT}/channels/telegram/probe.py",
+        f"{BOT}/ops/channels/telegram/probe.py",
         "request = _Request(read_timeout",
         "request = HTTPXRequest(read_timeout",
         "a page that is not JSON is printed with a traceback (PTB's log) and said as an unreachable server",

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from mutation_list.common import AGENT_SKILLS_INSTALL, BOT, DOCTOR_SERVICES, MCP_CLI, MEMORY_JOURNAL, Mutation
+from mutation_list.common import (
+    AGENT_SKILLS_INSTALL,
+    BOT,
+    DOCTOR_SERVICES,
+    MCP_CLI,
+    MEMORY_JOURNAL,
+    SLACK_BOT,
+    Mutation,
+)
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -20,6 +28,40 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    except ZeroDivisionError as exc:  # a channel's file the registry names",
         "a registered channel without its entry.py stops the bot's start with a traceback",
         ("test_registration_refused.py",),
+    ),
+    Mutation(
+        "doctor-empty-telegram-allowlist-unchecked",
+        f"{BOT}/ops/channels/doctor.py",
+        "    if not allowed:",
+        "    if False:",
+        "a Telegram bot with a token and an empty allowlist (it answers no one) passes doctor",
+        ("test_doctor.py",),
+    ),
+    Mutation(
+        "doctor-handshake-any-answer-passes",
+        f"{BOT}/ops/channels/doctor.py",
+        "        if answered:",
+        "        if True:",
+        "another program on the request URL's port, or a bot with another signing secret, passes doctor: Slack's "
+        "events are refused and nobody is told",
+        SLACK_BOT,
+    ),
+    Mutation(
+        "setup-refused-secret-taken",
+        f"{BOT}/ops/channels/setup.py",
+        "        if tried.problem:",
+        "        if False:",
+        "a token the platform refuses is written by setup as if it worked: the channel fails at the first start",
+        ("test_discord_setup.py", "test_slack_setup.py", "test_whatsapp_setup.py"),
+    ),
+    Mutation(
+        "ops-channel-folder-no-route-names",
+        f"{BOT}/ops/channels/__init__.py",
+        "    if strays:",
+        "    if False:",
+        "a channel's setup and doctor in a folder no Route names (ops/channels/telgram/) are never run, and nobody "
+        "is told",
+        ("test_channel_contract.py",),
     ),
     Mutation(
         "mcp-list-url-with-its-secret",

@@ -150,31 +150,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         JOB_ROUTING,
     ),
     Mutation(
-        "doctor-empty-telegram-allowlist-unchecked",
-        f"{BOT}/channels/doctor.py",
-        "    if not allowed:",
-        "    if False:",
-        "a Telegram bot with a token and an empty allowlist (it answers no one) passes doctor",
-        ("test_doctor.py",),
-    ),
-    Mutation(
-        "doctor-handshake-any-answer-passes",
-        f"{BOT}/channels/doctor.py",
-        "        if answered:",
-        "        if True:",
-        "another program on the request URL's port, or a bot with another signing secret, passes doctor: Slack's "
-        "events are refused and nobody is told",
-        SLACK_BOT,
-    ),
-    Mutation(
-        "setup-refused-secret-taken",
-        f"{BOT}/channels/setup.py",
-        "        if tried.problem:",
-        "        if False:",
-        "a token the platform refuses is written by setup as if it worked: the channel fails at the first start",
-        ("test_discord_setup.py", "test_slack_setup.py", "test_whatsapp_setup.py"),
-    ),
-    Mutation(
         "hooks-body-trusted",
         f"{BOT}/conversation/hook_runs.py",
         '        text, untrusted = f"{hook.prompt}\\n\\n{quoted}", True',

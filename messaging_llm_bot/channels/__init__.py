@@ -1,9 +1,11 @@
 """Chat surfaces, one folder each (telegram/, signal/, matrix/, whatsapp/, slack/, discord/, email/, webchat/,
 console/): adapters between a platform and the conversation service (messaging_llm_bot/conversation/), with
-the records they all speak (contract), the registry's start-up, setup and doctor (run, setup, doctor). A
-channel never imports another channel.
+the records they all speak (contract), the registry's start-up (run) and config sections (sections). A channel
+never imports another channel, nor ops/: its setup steps, server probe and doctor checks are in
+``ops/channels/<name>/``.
 
-``channel_module`` is how those find a channel's own files by the registry's name (conversation/routes.py)."""
+``channel_module`` is how those find a channel's own files by the registry's name (conversation/routes.py), and
+``require_folder`` how ops/ refuses a name without its folder the same way."""
 
 from __future__ import annotations
 
@@ -29,11 +31,7 @@ def channel_module(name: str, part: str, *, required: bool = False) -> ModuleTyp
     """``channels/<name>/<part>.py`` of the registry's channel ``name``, imported; None when the channel has no
     such file (``required``: ``RegistrationError`` instead). A name the registry holds without a folder of that
     name under channels/ is a ``RegistrationError`` saying so."""
-    if importlib.util.find_spec(f"{__name__}.{name}") is None:
-        raise RegistrationError(
-            f"conversation/routes.py registers the channel {name!r}, but messaging_llm_bot/channels/{name}/ does "
-            "not exist: the Route's name is its folder's (docs/channels.md, \"Writing a channel\")"
-        )
+    require_folder(name)
     module = f"{__name__}.{name}.{part}"
     if importlib.util.find_spec(module) is None:
         if required:
@@ -42,3 +40,13 @@ def channel_module(name: str, part: str, *, required: bool = False) -> ModuleTyp
             )
         return None
     return importlib.import_module(module)
+
+
+def require_folder(name: str) -> None:
+    """Nothing when the registry's channel ``name`` has its folder under channels/, else a ``RegistrationError``
+    naming the Route and the folder."""
+    if importlib.util.find_spec(f"{__name__}.{name}") is None:
+        raise RegistrationError(
+            f"conversation/routes.py registers the channel {name!r}, but messaging_llm_bot/channels/{name}/ does "
+            "not exist: the Route's name is its folder's (docs/channels.md, \"Writing a channel\")"
+        )

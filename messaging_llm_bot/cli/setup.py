@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from messaging_llm_bot.channels.setup import add_channel_flags
 from messaging_llm_bot.cli.config import Subparsers
+from messaging_llm_bot.ops.channels.setup import add_channel_flags
 
 
 def register(subparsers: Subparsers) -> None:
@@ -31,7 +31,7 @@ def register(subparsers: Subparsers) -> None:
         "--no-test", action="store_true", help="skip the test turn against the model (and save without it)"
     )
     setup.add_argument("--yes", "-y", action="store_true", help="never ask; take the flags and defaults")
-    add_channel_flags(setup)  # each channel's own (channels/<name>/setup.py)
+    add_channel_flags(setup)  # each channel's own (ops/channels/<name>/setup.py)
     setup.set_defaults(func=cmd_setup)
 
 

@@ -1,12 +1,12 @@
 """The doctor's line on the chat channels: which ones the config turns on (the registry's, conversation/routes.py),
 or that none is, so only the terminal chat works. Each channel's own checks are in its folder
-(``channels/<name>/doctor.py``, found by ``channels.doctor.channel_checks``)."""
+(``ops/channels/<name>/doctor.py``, found by ``ops.channels.doctor.channel_checks``)."""
 
 from __future__ import annotations
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import OK, WARN, Check, Context
 from messaging_llm_bot.conversation.routes import configured_channels
+from messaging_llm_bot.ops.channels.doctor import OK, WARN, Check, Context
 
 
 def check_chat_channels(ctx: Context) -> list[Check]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from assistant_framework.config import ConfigError, load_config_detailed, redact
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, WARN, Check, Context
 
 
 def check_config(ctx: Context) -> list[Check]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, Check, Context
 
 
 def check_hooks(ctx: Context) -> list[Check]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import WORKSPACE_MARKER
-from messaging_llm_bot.channels.doctor import OK, WARN, Check, Context
+from messaging_llm_bot.ops.channels.doctor import OK, WARN, Check, Context
 
 #: Problems shown in the check's one line (the rest: `assistant jobs list`).
 SHOWN = 3

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from messaging_llm_bot.channels.doctor import FAIL, OK, SKIP, WARN, Check, Context
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, SKIP, WARN, Check, Context
 
 
 def check_mcp(ctx: Context) -> list[Check]:

@@ -7,8 +7,8 @@ import logging
 
 from assistant_framework.hints import CLI
 from assistant_framework.json_types import JsonObject
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
 from messaging_llm_bot.llm.probe import probe
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, WARN, Check, Context
 
 
 def _runner_key(runner: JsonObject) -> str:

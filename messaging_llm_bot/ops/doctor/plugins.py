@@ -8,7 +8,7 @@ from typing import Protocol
 from assistant_framework.agentskills.library import AgentSkillLibrary
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, WARN, Check, Context
 
 
 def check_plugins(ctx: Context) -> list[Check]:

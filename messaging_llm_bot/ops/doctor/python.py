@@ -7,7 +7,7 @@ import sys
 from importlib import metadata
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, Check, Context
 
 #: Runtime dependencies whose versions doctor reports (a missing one fails).
 DEPENDENCIES = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, WARN, Check
 
 
 def format_report(checks: list[Check]) -> str:

@@ -1,14 +1,14 @@
 """The doctor's run: every check in order, each guarded (a crashing check is a failure, not the end).
 
-The chat channels' checks come from their folders (``channels/<name>/doctor.py``), in the registry's order,
-right after the config's: ops/ names no channel."""
+The chat channels' checks come from their folders (``ops/channels/<name>/doctor.py``), in the registry's order,
+right after the config's: ops/doctor names no channel."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from messaging_llm_bot.channels.doctor import FAIL, SKIP, Check, Context, channel_checks
+from messaging_llm_bot.ops.channels.doctor import FAIL, SKIP, Check, Context, channel_checks
 from messaging_llm_bot.ops.doctor.channels import check_chat_channels
 from messaging_llm_bot.ops.doctor.config import check_config
 from messaging_llm_bot.ops.doctor.hooks import check_hooks

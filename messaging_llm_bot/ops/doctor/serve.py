@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, SKIP, Check, Context
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, SKIP, Check, Context
 
 
 def check_serve(ctx: Context) -> list[Check]:

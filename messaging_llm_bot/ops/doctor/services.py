@@ -19,7 +19,7 @@ from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.doctor import FAIL, OK, SKIP, WARN, Check, Context
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, SKIP, WARN, Check, Context
 
 #: Seconds a service has to answer the doctor (its own timeout when that is shorter).
 PROBE_SECONDS = 10.0

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import WORKSPACE_MARKER
-from messaging_llm_bot.channels.doctor import OK, WARN, Check, Context
+from messaging_llm_bot.ops.channels.doctor import OK, WARN, Check, Context
 
 
 def check_spending(ctx: Context) -> list[Check]:

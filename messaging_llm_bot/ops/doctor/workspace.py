@@ -12,7 +12,7 @@ from pathlib import Path
 from assistant_framework.hints import CLI
 from assistant_framework.memory.sources import HAND_EDITED
 from assistant_framework.workspace import WORKSPACE_MARKER
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, WARN, Check, Context
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
 LOW_FREE_BYTES = 2 * 1024 * 1024 * 1024

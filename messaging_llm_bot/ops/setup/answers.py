@@ -2,7 +2,7 @@
 checks of one answer.
 
 The values in the git-ignored ``config/local/`` layer are the user's own (a channel reads its own:
-channels/<name>/setup.py): setup offers them as the answers' defaults and keeps every one it does not ask
+ops/channels/<name>/setup.py): setup offers them as the answers' defaults and keeps every one it does not ask
 about. The example values of the tracked files are not the user's (the example's ``runtime.timezone`` is UTC),
 so they are never offered.
 """
@@ -36,7 +36,7 @@ class Answers:
     api_key: str | None = None
     timezone: str | None = None
     test_turn: bool = True
-    #: The parsed flags, each channel's own among them (channels/<name>/setup.py); None: their defaults.
+    #: The parsed flags, each channel's own among them (ops/channels/<name>/setup.py); None: their defaults.
     flags: argparse.Namespace | None = None
     interactive: bool = True
     written: list[str] = field(default_factory=list)

@@ -1,11 +1,11 @@
-"""What the wizard's own steps share (``Step``); how setup talks is the channels' ``Dialog`` (channels/setup.py),
+"""What the wizard's own steps share (``Step``); how setup talks is the channels' ``Dialog`` (ops/channels/setup.py),
 so a channel's steps and these ask and say the same way."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from messaging_llm_bot.channels.setup import Dialog, SetupError
+from messaging_llm_bot.ops.channels.setup import Dialog, SetupError
 from messaging_llm_bot.ops.setup.answers import Answers, Current
 
 __all__ = ["Dialog", "SetupError", "Step"]

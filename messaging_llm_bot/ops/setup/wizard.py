@@ -6,8 +6,8 @@ from assistant_framework.config import ConfigError, load_config_detailed
 from assistant_framework.config.checks import unknown_zone
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import created_workspace, is_workspace
-from messaging_llm_bot.channels.setup import ChannelSetup, channel_setups, default_flags
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS
+from messaging_llm_bot.ops.channels.setup import ChannelSetup, channel_setups, default_flags
 from messaging_llm_bot.ops.setup.answers import Answers, Current, make_paths, system_timezone, valid_zone
 from messaging_llm_bot.ops.setup.dialog import Dialog, SetupError, Step
 from messaging_llm_bot.ops.setup.model import ModelSteps
@@ -64,7 +64,7 @@ class Wizard(Step):
         return zone
 
     def channels(self) -> ChannelSetup:
-        """Each channel's steps (channels/<name>/setup.py), in the registry's order; their settings join the
+        """Each channel's steps (ops/channels/<name>/setup.py), in the registry's order; their settings join the
         run's list."""
         try:
             configured = load_config_detailed(self.a.config, validate=False, env=False).data

@@ -1,13 +1,13 @@
 """The doctor's Matrix checks, when ``matrix.enabled``: the credentials are there, the homeserver answers and
-takes the login (on a device of the doctor's own, through the channel's client: channels/matrix/probe.py),
+takes the login (on a device of the doctor's own, through the channel's client: ops/channels/matrix/probe.py),
 the allowlist is set, and joined rooms with end-to-end encryption are named (the channel cannot read them)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context, allowed_check
 from messaging_llm_bot.channels.matrix.settings import MatrixLogin
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, WARN, Check, Context, allowed_check
 
 DOCS = "docs/matrix.md"
 
@@ -23,7 +23,7 @@ def checks(ctx: Context) -> list[Check]:
     if problem:
         return [*lines, Check("matrix login", FAIL, problem, f"set the bot's password or token ({DOCS})")]
     try:  # the channel's library is an extra: without it only this check fails, not the doctor
-        from messaging_llm_bot.channels.matrix.probe import probe
+        from messaging_llm_bot.ops.channels.matrix.probe import probe
     except ImportError as err:
         fix = f"`.venv/bin/pip install -e '.[matrix]'` ({DOCS})"
         return [*lines, Check("matrix homeserver", FAIL, f"the Matrix library is not installed ({err})", fix)]

@@ -5,8 +5,8 @@ set, and ``email.trust: "any"`` is said loudly (anyone can write a From header).
 from __future__ import annotations
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context, allowed_check
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError, check_smtp
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, WARN, Check, Context, allowed_check
 
 
 def checks(ctx: Context) -> list[Check]:

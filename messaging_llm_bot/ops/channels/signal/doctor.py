@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from messaging_llm_bot.channels.doctor import Check, Context, allowed_check, verdict
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.ops.channels.doctor import Check, Context, allowed_check, verdict
 
 #: Seconds the daemon has to answer each probe.
 PROBE_SECONDS = 5.0

@@ -1,7 +1,7 @@
-"""Telegram's part of ``assistant setup`` (channels/setup.py): the token checked with getMe until it works, the
+"""Telegram's part of ``assistant setup`` (ops/channels/setup.py): the token checked with getMe until it works, the
 owner's id (given, typed, or read from the first private message sent to the bot with getUpdates), the Bot API
 server. What the config holds already (a token, the allowlist, the server) is offered as the default and kept
-when not asked about; the dialog's steps every channel with a token shares are channels/setup.py's."""
+when not asked about; the dialog's steps every channel with a token shares are ops/channels/setup.py's."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import re
 from assistant_framework.config import TOKEN_ENV
 from assistant_framework.config.env import env_value
 from assistant_framework.json_types import JsonObject
-from messaging_llm_bot.channels.setup import ChannelSetup, FirstSender, Flags, SetupError, Steps
+from messaging_llm_bot.ops.channels.setup import ChannelSetup, FirstSender, Flags, SetupError, Steps
 
-# The Bot API calls (channels/telegram/probe.py) are imported by the steps that make them: every `assistant`
+# The Bot API calls (ops/channels/telegram/probe.py) are imported by the steps that make them: every `assistant`
 # command reads this module for its flags.
 
 #: A bot token as @BotFather gives it: the bot's id, a colon, then letters, digits, ``_`` and ``-``.
@@ -89,7 +89,7 @@ class TelegramSteps(Steps):
     def telegram(self) -> tuple[str, JsonObject] | None:
         """The token checked with getMe; None to run without Telegram (terminal chat only) or to keep
         the token (and the allowlist) already configured."""
-        from messaging_llm_bot.channels.telegram.probe import Unanswered, with_bot
+        from messaging_llm_bot.ops.channels.telegram.probe import Unanswered, with_bot
 
         if self.a.no_telegram:
             self.io.say("Telegram: skipped (the terminal chat works without it: `make chat`).")
@@ -176,7 +176,7 @@ class TelegramSteps(Steps):
 
     def _read_owner(self, token: str, me: JsonObject) -> int:
         """The id of the first private message sent to the bot within ``--wait`` seconds (getUpdates)."""
-        from messaging_llm_bot.channels.telegram.probe import Unanswered, read_senders, with_bot
+        from messaging_llm_bot.ops.channels.telegram.probe import Unanswered, read_senders, with_bot
 
         base_url = self.telegram_base_url()
 

@@ -18,7 +18,7 @@ from telegram.request import HTTPXRequest
 
 from assistant_framework.config.settings.bot_api import OFFICIAL_BASE_URL
 from assistant_framework.tls import shared_context
-from messaging_llm_bot.channels.setup import FirstSender
+from messaging_llm_bot.ops.channels.setup import FirstSender
 
 T = TypeVar("T")
 
@@ -105,7 +105,7 @@ async def read_senders(bot: telegram.Bot) -> list[FirstSender]:
     for update in updates:
         message = update.message or update.edited_message
         user = message.from_user if message else None
-        if user is None or user.is_bot or message.chat.type != "private":
+        if message is None or user is None or user.is_bot or message.chat.type != "private":
             continue
         found.pop(user.id, None)
         found[user.id] = FirstSender(str(user.id), user.full_name or user.username or str(user.id), message.text or "")

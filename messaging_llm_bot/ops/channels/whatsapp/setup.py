@@ -1,7 +1,7 @@
-"""WhatsApp's part of ``assistant setup`` (``--whatsapp PHONE_NUMBER_ID``, docs/whatsapp.md; channels/setup.py):
+"""WhatsApp's part of ``assistant setup`` (``--whatsapp PHONE_NUMBER_ID``, docs/whatsapp.md; ops/channels/setup.py):
 the number's id, the environment variables holding the access token and the app secret (never written), the
 owner's number, a template for messages outside the 24-hour window, and a verify token made for the webhook's
-handshake. The token is tried when its variable is set (channels/whatsapp/probe.py); the settings are written
+handshake. The token is tried when its variable is set (ops/channels/whatsapp/probe.py); the settings are written
 with ``whatsapp.enabled`` last, and what to enter in Meta's webhook setup is said."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from messaging_llm_bot.channels.setup import Flags, Form, OptInSteps, Tried
+from messaging_llm_bot.ops.channels.setup import Flags, Form, OptInSteps, Tried
 
 TOKEN_ENV = "WHATSAPP_TOKEN"
 SECRET_ENV = "WHATSAPP_APP_SECRET"
@@ -54,7 +54,7 @@ class WhatsAppSteps(OptInSteps):
 
 
 def _tried(base_url: str, phone_id: str, token: str, env: str) -> Tried:
-    from messaging_llm_bot.channels.whatsapp.probe import probe_number
+    from messaging_llm_bot.ops.channels.whatsapp.probe import probe_number
 
     reached = probe_number(base_url, phone_id, token)
     return Tried((f"the token in {env} reaches {reached.number}.",), reached.problem)

@@ -1,7 +1,7 @@
-"""Slack's part of ``assistant setup`` (``--slack-owner USER_ID``, docs/slack.md; channels/setup.py): the
+"""Slack's part of ``assistant setup`` (``--slack-owner USER_ID``, docs/slack.md; ops/channels/setup.py): the
 environment variables holding the bot token and the signing secret, or with ``--slack-app-token-env`` the
 app-level token of Socket Mode (never written), and the owner's member id (``--slack-owner find``: read from
-their first DM to the bot). Each token is tried when its variable is set (channels/slack/probe.py); the settings
+their first DM to the bot). Each token is tried when its variable is set (ops/channels/slack/probe.py); the settings
 are written with ``slack.enabled`` last, and what to set in the app (the request URL, or Socket Mode, and the slash
 commands to register, slash.py) is said."""
 
@@ -11,9 +11,9 @@ import importlib.util
 import re
 import time
 
-from messaging_llm_bot.channels.setup import FirstSender, Flags, Form, OptInSteps, SetupError, Tried
-from messaging_llm_bot.channels.slack.probe import dm_senders, probe_app_token, probe_token
 from messaging_llm_bot.channels.slack.slash import manifest_text
+from messaging_llm_bot.ops.channels.setup import FirstSender, Flags, Form, OptInSteps, SetupError, Tried
+from messaging_llm_bot.ops.channels.slack.probe import dm_senders, probe_app_token, probe_token
 
 TOKEN_ENV = "SLACK_BOT_TOKEN"
 SECRET_ENV = "SLACK_SIGNING_SECRET"

@@ -1,7 +1,7 @@
 """Matrix's part of ``assistant setup`` (``--matrix @assistant:example.org``, docs/matrix.md;
-channels/setup.py): the bot's account, its homeserver, the login (a password is never written: the name of an
+ops/channels/setup.py): the bot's account, its homeserver, the login (a password is never written: the name of an
 environment variable holding it) and whose invites and messages it takes. The login is tried when the password
-is there (on a device of its own, logged out again: channels/matrix/probe.py); the settings are written with
+is there (on a device of its own, logged out again: ops/channels/matrix/probe.py); the settings are written with
 ``matrix.enabled`` last (the config refuses an enabled channel without its homeserver and account)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from messaging_llm_bot.channels.setup import Flags, Form, OptInSteps, SetupError, Tried
+from messaging_llm_bot.ops.channels.setup import Flags, Form, OptInSteps, SetupError, Tried
 
 USER_ID = re.compile(r"@[^:\s]+:[^\s]+")
 HOMESERVER = Form(re.compile(r"https?://[^/\s?#]+.*"), "is not an http(s):// address of a homeserver")
@@ -30,7 +30,7 @@ class MatrixSteps(OptInSteps):
         owner = a.matrix_owner or self._ask("Your own Matrix id (whose invites and messages it takes)")
         Form(USER_ID, "is not a Matrix user id: the assistant answers only the owner").checked(owner)
         try:  # the channel's library is an extra
-            from messaging_llm_bot.channels.matrix.probe import probe
+            from messaging_llm_bot.ops.channels.matrix.probe import probe
         except ImportError as err:
             raise SetupError(
                 f"the Matrix library is not installed ({err}): `.venv/bin/pip install -e '.[matrix]'`"

@@ -1,14 +1,14 @@
-"""Discord's part of ``assistant setup`` (``--discord USER_ID``, docs/discord.md; channels/setup.py): the
+"""Discord's part of ``assistant setup`` (``--discord USER_ID``, docs/discord.md; ops/channels/setup.py): the
 environment variable holding the bot token (never written) and the owner's user id (``--discord find``: read from
 their first DM to the bot, through the gateway). The token is tried when its variable is set
-(channels/discord/probe.py); the settings are written with ``discord.enabled`` last."""
+(ops/channels/discord/probe.py); the settings are written with ``discord.enabled`` last."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
 
-from messaging_llm_bot.channels.setup import FirstSender, Flags, Form, OptInSteps, SetupError, Tried
+from messaging_llm_bot.ops.channels.setup import FirstSender, Flags, Form, OptInSteps, SetupError, Tried
 
 TOKEN_ENV = "DISCORD_BOT_TOKEN"
 DEFAULT_BASE_URL = "https://discord.com/api/v10"
@@ -41,7 +41,7 @@ class DiscordSteps(OptInSteps):
 
 
 def _tried(base_url: str, token: str, env: str) -> Tried:
-    from messaging_llm_bot.channels.discord.probe import probe_token
+    from messaging_llm_bot.ops.channels.discord.probe import probe_token
 
     reached = probe_token(base_url, token)
     intent = "turn on Message Content Intent on the application's Bot page, or it cannot connect."
@@ -55,7 +55,7 @@ def _dms(base_url: str, token: str, seconds: float) -> list[FirstSender]:
     """Who wrote to the bot in a DM within ``seconds`` (discord.py's gateway: the discord extra)."""
     if importlib.util.find_spec("discord") is None:
         raise SetupError("reading your first DM needs discord.py: pip install -e '.[discord]', or give your id")
-    from messaging_llm_bot.channels.discord.probe import dm_senders
+    from messaging_llm_bot.ops.channels.discord.probe import dm_senders
 
     return dm_senders(base_url, token, seconds)
 

@@ -1,4 +1,4 @@
-"""The email channel's part of ``assistant setup`` (``--email ADDRESS``, docs/email.md; channels/setup.py):
+"""The email channel's part of ``assistant setup`` (``--email ADDRESS``, docs/email.md; ops/channels/setup.py):
 the assistant's own address, its IMAP and SMTP servers, the login (a password is never written: the name of an
 environment variable holding it), and whose mail it answers. The IMAP login is tried when the password is
 there; the settings are written with ``email.enabled`` last (the config refuses an enabled channel without its
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from messaging_llm_bot.channels.setup import Flags, Form, OptInSteps, SetupError, Tried
+from messaging_llm_bot.ops.channels.setup import Flags, Form, OptInSteps, SetupError, Tried
 
 ADDRESS = re.compile(r"[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+")
 PORTS = {"ssl": (993, 465), "starttls": (143, 587), "none": (143, 25)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from assistant_framework.config.settings import WebSettings
 from assistant_framework.hints import CLI
 from assistant_framework.web.auth import MIN_TOKEN_CHARS, TOKEN_FILE, is_loopback
-from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, WARN, Check, Context
 
 DOCS = "docs/web.md#chat"
 

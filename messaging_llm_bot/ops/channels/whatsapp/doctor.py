@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from assistant_framework.config.settings import WhatsAppSettings
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import (
+from messaging_llm_bot.channels.whatsapp.settings import WhatsAppSecrets
+from messaging_llm_bot.ops.channels.doctor import (
     FAIL,
     OK,
     WARN,
@@ -17,8 +18,7 @@ from messaging_llm_bot.channels.doctor import (
     local_url,
     verdict,
 )
-from messaging_llm_bot.channels.whatsapp.probe import probe_number, verify_webhook
-from messaging_llm_bot.channels.whatsapp.settings import WhatsAppSecrets
+from messaging_llm_bot.ops.channels.whatsapp.probe import probe_number, verify_webhook
 
 DOCS = "docs/whatsapp.md"
 WEBHOOK = Handshake(

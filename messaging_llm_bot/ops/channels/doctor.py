@@ -1,10 +1,10 @@
 """What a channel gives ``assistant doctor``: its lines of the report (docs/channels.md, "Writing a channel").
 
-A channel with checks has ``channels/<name>/doctor.py`` with ``checks(ctx: Context) -> list[Check]``: nothing
-when the config does not turn it on, else whether its server answers, the login works and the allowlist is
-set. ops/doctor finds the module by the registry's name (conversation/routes.py), so a new channel's checks
-are a new file, and ops/ names no channel. The record and what the checks share are here, below ops/, so a
-channel's folder can build them.
+A channel with checks has ``ops/channels/<name>/doctor.py`` with ``checks(ctx: Context) -> list[Check]``:
+nothing when the config does not turn it on, else whether its server answers, the login works and the allowlist
+is set. ops/doctor finds the module by the registry's name (conversation/routes.py), so a new channel's checks
+are a new file, and ops/doctor names no channel. The report's record (every check of ops/doctor builds it) and
+the lines the channels' checks share are here.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from pathlib import Path
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.json_types import JsonObject
-from messaging_llm_bot.channels import channel_module
-from messaging_llm_bot.conversation.routes import channel_names
+from messaging_llm_bot.ops.channels import channel_parts
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 
@@ -130,7 +129,7 @@ class Handshake:
         )
 
 
-#: ``checks`` in ``channels/<name>/doctor.py``.
+#: ``checks`` in ``ops/channels/<name>/doctor.py``.
 ChannelChecks = Callable[[Context], list[Check]]
 
 
@@ -138,10 +137,7 @@ def channel_checks() -> list[tuple[str, ChannelChecks]]:
     """(channel, its ``checks``) for every channel of the registry that has a ``doctor.py``, in the registry's
     order (a channel without one has nothing to check)."""
     found: list[tuple[str, ChannelChecks]] = []
-    for name in channel_names():
-        module = channel_module(name, "doctor")
-        if module is None:
-            continue
+    for name, module in channel_parts("doctor"):
         checks: ChannelChecks = module.checks
         found.append((name, checks))
     return found

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import httpx
 
 from assistant_framework.tls import shared_context
-from messaging_llm_bot.channels.setup import FirstSender, SetupError
+from messaging_llm_bot.ops.channels.setup import FirstSender, SetupError
 
 TIMEOUT_SECONDS = 10
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from assistant_framework.config.settings import SlackSettings
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import (
+from messaging_llm_bot.channels.slack.settings import SlackSecrets, api_url
+from messaging_llm_bot.channels.slack.slash import command_names
+from messaging_llm_bot.ops.channels.doctor import (
     FAIL,
     SKIP,
     Check,
@@ -19,8 +21,6 @@ from messaging_llm_bot.channels.doctor import (
     local_url,
     verdict,
 )
-from messaging_llm_bot.channels.slack.settings import SlackSecrets, api_url
-from messaging_llm_bot.channels.slack.slash import command_names
 
 DOCS = "docs/slack.md"
 REQUEST_URL = Handshake(
@@ -62,7 +62,7 @@ def _commands(config: SlackSettings) -> Check:
 
 
 def _token(config: SlackSettings, secrets: SlackSecrets) -> Check:
-    from messaging_llm_bot.channels.slack.probe import probe_token
+    from messaging_llm_bot.ops.channels.slack.probe import probe_token
 
     reached = probe_token(api_url(config), secrets.bot_token)
     ok = f"the token is the bot {reached.bot} in {reached.team}"
@@ -70,7 +70,7 @@ def _token(config: SlackSettings, secrets: SlackSecrets) -> Check:
 
 
 def _app_token(config: SlackSettings, secrets: SlackSecrets) -> Check:
-    from messaging_llm_bot.channels.slack.probe import probe_app_token
+    from messaging_llm_bot.ops.channels.slack.probe import probe_app_token
 
     return verdict(
         "slack app token",
@@ -81,7 +81,7 @@ def _app_token(config: SlackSettings, secrets: SlackSecrets) -> Check:
 
 
 def _request_url(config: SlackSettings, secrets: SlackSecrets) -> Check:
-    from messaging_llm_bot.channels.slack.probe import verify_url
+    from messaging_llm_bot.ops.channels.slack.probe import verify_url
 
     hook = config.webhook
     url = local_url(hook.listen, hook.port, hook.path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from assistant_framework.config.settings import DiscordSettings
 from messaging_llm_bot.channels.discord.settings import DiscordToken, api_url
-from messaging_llm_bot.channels.doctor import FAIL, Check, Context, allowed_check, library_missing, verdict
+from messaging_llm_bot.ops.channels.doctor import FAIL, Check, Context, allowed_check, library_missing, verdict
 
 DOCS = "docs/discord.md"
 
@@ -28,7 +28,7 @@ def checks(ctx: Context) -> list[Check]:
 
 
 def _token(config: DiscordSettings, bot_token: str) -> list[Check]:
-    from messaging_llm_bot.channels.discord.probe import probe_token
+    from messaging_llm_bot.ops.channels.discord.probe import probe_token
 
     reached = probe_token(api_url(config), bot_token)
     token = verdict(

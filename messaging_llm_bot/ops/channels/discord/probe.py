@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from assistant_framework.tls import shared_context
-from messaging_llm_bot.channels.setup import FirstSender, SetupError
+from messaging_llm_bot.ops.channels.setup import FirstSender, SetupError
 
 if TYPE_CHECKING:
     import discord

@@ -1,6 +1,6 @@
 """What a channel gives ``assistant setup``: its flags and its steps (docs/channels.md, "Writing a channel").
 
-A channel that can be set up has ``channels/<name>/setup.py`` with ``add_arguments(parser)`` (its flags, e.g.
+A channel that can be set up has ``ops/channels/<name>/setup.py`` with ``add_arguments(parser)`` (its flags, e.g.
 ``--email ADDRESS``) and ``steps(setup: ChannelSetup) -> None``: it asks (or takes its flags), checks each
 answer against its server, and appends the settings to write; nothing is written until the whole run passed
 (the model's test turn). ops/setup finds the module by the registry's name (conversation/routes.py) and runs
@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from assistant_framework.json_types import JsonObject
-from messaging_llm_bot.channels import channel_module
-from messaging_llm_bot.conversation.routes import channel_names
+from messaging_llm_bot.ops.channels import channel_parts
 
 
 class Flags(Protocol):
@@ -299,18 +298,13 @@ class SetupHooks:
 
 def channel_setups() -> list[SetupHooks]:
     """The setup hooks of every channel of the registry that has a ``setup.py``, in the registry's order."""
-    found: list[SetupHooks] = []
-    for name in channel_names():
-        module = channel_module(name, "setup")
-        if module is not None:
-            found.append(SetupHooks(name, module.add_arguments, module.steps))
-    return found
+    return [SetupHooks(name, module.add_arguments, module.steps) for name, module in channel_parts("setup")]
 
 
 def add_channel_flags(parser: argparse.ArgumentParser) -> None:
     """Every channel's flags of ``assistant setup``, a group each, in the registry's order, after the flags they
     share."""
-    shared = parser.add_argument_group("every channel (channels/setup.py)")
+    shared = parser.add_argument_group("every channel (ops/channels/setup.py)")
     shared.add_argument(
         "--wait",
         type=float,
@@ -319,7 +313,7 @@ def add_channel_flags(parser: argparse.ArgumentParser) -> None:
         help="how long to wait for your first message to the bot, to read your id from it (default 120)",
     )
     for hooks in channel_setups():
-        hooks.add_arguments(parser.add_argument_group(f"{hooks.channel} (channels/{hooks.channel}/setup.py)"))
+        hooks.add_arguments(parser.add_argument_group(f"{hooks.channel} (ops/channels/{hooks.channel}/setup.py)"))
 
 
 def default_flags() -> argparse.Namespace:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from assistant_framework.config.settings.bot_api import api_urls
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context, allowlist_check, verdict
-from messaging_llm_bot.channels.telegram.probe import Unanswered, with_bot
+from messaging_llm_bot.ops.channels.doctor import FAIL, OK, Check, Context, allowlist_check, verdict
+from messaging_llm_bot.ops.channels.telegram.probe import Unanswered, with_bot
 
 
 def checks(ctx: Context) -> list[Check]:

@@ -1,0 +1,1 @@
+"""The web chat's part of the doctor: its page and its token (doctor)."""
