@@ -1,7 +1,6 @@
-"""Sending to a Signal chat (conversation/chat_turns.py's ``Platform``): Markdown as styled parts in order (a reply,
-a short answer, a notice), a file or a voice note as one message's attachment, an approval's question
-(conversation/approvals.py is the rest: Signal has no buttons, so it is a plain message in the owner's direct chat,
-answered by their next message there) and the "typing…" indicator."""
+"""Sending to a Signal chat (conversation/chat_turns.py's ``Platform``): Markdown as styled parts in order, a file
+or a voice note as one message's attachment, an approval's question (Signal has no buttons: a plain message,
+answered by the owner's next one, conversation/approvals.py) and the "typing…" indicator."""
 
 from __future__ import annotations
 

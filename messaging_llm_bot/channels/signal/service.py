@@ -1,8 +1,6 @@
-"""The Signal bot on conversation/service.py's ChannelService: its parts made, what a crash left answered, the
-process's scheduler joined, then the signal-cli event stream read until stopped (a daemon that is down or goes away
-is logged once per outage and retried with backoff). Each message: the allowlist first (a stranger is told their id
-once); the answer to an open confirmation question; a command; otherwise the durable inbox, written before the next
-event is read, and a turn in the chat's queue (turn.py).
+"""The Signal bot on conversation/service.py's ChannelService, reading signal-cli's event stream until stopped
+(conversation/outage.py's ``read_stream``). Each message: the allowlist first (a stranger is told their id once), the
+answer to an open confirmation question, then a command or the inbox (conversation/intake.py); turn.py answers.
 """
 
 from __future__ import annotations
@@ -110,10 +108,9 @@ class SignalService(ChannelService):
         self.reading(self.consume())
 
     async def learn_account_uuid(self) -> None:
-        """The account's own UUID (ACI) from signal-cli: ``getUserStatus`` for its own number, answered as
-        ``[{"recipient", "number", "uuid", "isRegistered"}]``. Asked at start and, while the daemon cannot be
-        reached, again before the next event; unknown (a mention by number still counts) when signal-cli cannot
-        say."""
+        """The account's own UUID (ACI): signal-cli's ``getUserStatus`` for its number, asked at start and again
+        before each event while the daemon cannot be reached; unknown (a mention by number still counts) when
+        signal-cli cannot say."""
         if self._uuid_asked:
             return
         try:

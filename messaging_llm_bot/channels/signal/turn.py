@@ -1,7 +1,6 @@
-"""Answer one durable inbox item from Signal on conversation/chat_turns.py's turn (live messages and the start-up
-replay, in the chat's order; a reply that cannot go out yet waits in the inbox and is tried again: item_turns.py):
-what the model reads, the read receipt and "typing…" while it works, the reply through the ledger, spoken where the
-chat asks for it.
+"""Signal's side of the shared chat turn (conversation/chat_turns.py): what the model reads of a message (its
+attachments fetched from signal-cli), the read receipt and "typing…" while the model works, which send errors wait
+in the inbox for a later try, a spoken reply's voice note.
 """
 
 from __future__ import annotations
