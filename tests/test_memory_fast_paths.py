@@ -110,3 +110,29 @@ def test_turns_logged_but_never_indexed_are_found_after_a_restart(tmp_path):
         again.close()
         release.set()
         svc.close()
+
+
+def test_the_refresh_before_recall_reads_the_index_once_and_sees_hand_edits(tmp_path):
+    """Recall's refresh of the owner's folders (every turn): one query for what the index holds of them (it was one
+    per folder), and an edit, a new folder and a removed one are still seen."""
+    from assistant_framework.memory.sources import HAND_EDITED
+
+    ws = Workspace(tmp_path / "ws")
+    ws.write_text("notes/garden.md", "# Garden\n\nThe lemon tree needs water.\n")
+    svc = MemoryService(ws, {}, start_worker=False)
+    try:
+        svc.refresh()
+        statements: list[str] = []
+        svc.index.conn.set_trace_callback(statements.append)
+        assert svc.index.refresh(HAND_EDITED) == 0
+        assert len([s for s in statements if "FROM files" in s]) == 1
+        ws.write_text("notes/garden.md", "# Garden\n\nThe fig tree needs water.\n")
+        ws.write_text("contacts/anna.md", "Anna grows figs.\n")
+        assert svc.index.refresh(HAND_EDITED) == 2
+        assert {h.path for h in svc.search("fig", limit=10)} == {"notes/garden.md", "contacts/anna.md"}
+        ws.delete("contacts/anna.md")
+        ws.delete("contacts")
+        assert svc.index.refresh(HAND_EDITED) == 1
+        assert {h.path for h in svc.search("fig", limit=10)} == {"notes/garden.md"}
+    finally:
+        svc.close()

@@ -129,14 +129,16 @@ class MemoryIndex(IndexRows):
     def _known(self, roots: Sequence[str] | None) -> dict[str, tuple[int, int]]:
         """(size, mtime_ns) of each indexed file (under ``roots``: by the path's index, not a scan of them all)."""
         query = "SELECT path, size, mtime_ns FROM files"
+        params: list[str] = []
+        if roots is not None:
+            if not roots:
+                return {}
+            # One query for all roots (a recall's refresh of the owner's nine folders ran nine): each root itself
+            # (a file), or a path below it, between "root/" and "root0" (the primary key's index serves each term).
+            query += " WHERE " + " OR ".join("path=? OR (path>? AND path<?)" for _ in roots)
+            params = [bound for root in roots for bound in (root, f"{root}/", f"{root}0")]
         with self.lock:
-            if roots is None:
-                return {row[0]: (row[1], row[2]) for row in self.conn.execute(query)}
-            known: dict[str, tuple[int, int]] = {}
-            for root in roots:  # the root itself (a file), or a path below it: between "root/" and "root0"
-                rows = self.conn.execute(f"{query} WHERE path=? OR (path>? AND path<?)", (root, f"{root}/", f"{root}0"))
-                known.update((row[0], (row[1], row[2])) for row in rows)
-            return known
+            return {row[0]: (row[1], row[2]) for row in self.conn.execute(query, params)}
 
     def index_files(self, paths: Iterable[str]) -> int:
         """Bring these workspace files up to date now, without walking the folders (a collector run
@@ -192,22 +194,30 @@ class MemoryIndex(IndexRows):
 
     def _walk(self, roots: Sequence[str] | None = None) -> Iterator[str]:
         root = self.workspace.root
+        root_text = str(root)
+        # One listing of the root: an absent source folder costs nothing, and a present one that is no link needs
+        # no confinement check of its own (the listing says so) before it is walked.
+        present = _top_level_entries(root)
         for top in walk_roots(self.sources):
             if roots is not None and top not in roots:
                 continue
-            start = root / top
-            try:
-                self.workspace.path(top)  # a source folder that is a link out is not walked (os.walk follows it)
-            except WorkspacePathError as err:
-                self._skip(top, err)
+            entry = present.get(top) if present is not None else None
+            if present is not None and entry is None:
                 continue
-            if start.is_file():
+            start = root / top
+            if entry is None or entry.is_symlink():
+                try:
+                    self.workspace.path(top)  # a source folder that is a link out is not walked (os.walk follows it)
+                except WorkspacePathError as err:
+                    self._skip(top, err)
+                    continue
+            if entry.is_file() if entry is not None else start.is_file():
                 if source_for(top, self.sources):
                     yield top
                 continue
             for dirpath, dirnames, filenames in os.walk(start):
                 dirnames.sort()
-                base = Path(dirpath).relative_to(root).as_posix()
+                base = dirpath[len(root_text) + 1 :].replace(os.sep, "/")
                 for name in sorted(filenames):
                     rel = f"{base}/{name}"
                     if source_for(rel, self.sources):
@@ -387,3 +397,13 @@ class MemoryIndex(IndexRows):
             self.conn.execute("BEGIN")
             self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", ((h, model, b) for h, b in rows))
             self.conn.execute("COMMIT")
+
+
+def _top_level_entries(root: Path) -> dict[str, os.DirEntry[str]] | None:
+    """The entries of the workspace's root folder by name (None when it cannot be listed: every root is then
+    tried as before)."""
+    try:
+        with os.scandir(root) as entries:
+            return {entry.name: entry for entry in entries}
+    except OSError:
+        return None

@@ -169,6 +169,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_second_day.py",),
     ),
     Mutation(
+        "memory-walk-follows-a-linked-folder",
+        f"{AF}/memory/index.py",
+        "            if entry is None or entry.is_symlink():",
+        "            if entry is None:",
+        "a memory folder that is a symlink out of the workspace is walked and its files recalled",
+        ("test_memory_damage.py",),
+    ),
+    Mutation(
         "broken-facts-only-in-the-log",
         f"{AF}/memory/service.py",
         "            if str(exc) != self._told and self.on_problem is not None:",
