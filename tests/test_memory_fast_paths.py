@@ -136,3 +136,24 @@ def test_the_refresh_before_recall_reads_the_index_once_and_sees_hand_edits(tmp_
         assert {h.path for h in svc.search("fig", limit=10)} == {"notes/garden.md"}
     finally:
         svc.close()
+
+
+def test_a_turn_appended_to_a_day_extends_its_segment_without_reading_the_day_again(tmp_path):
+    """Each indexed turn grows its conversation-day's segment by its own text (the whole day's rows were read back
+    and folded again per turn); the segment is the one a rebuild makes, so ranking is unchanged."""
+    svc = MemoryService(Workspace(tmp_path / "ws"), {}, start_worker=False)
+    try:
+        for i in range(5):
+            svc.log_turn("alice", "user", f"Die Straße {i} needs a lemon tree", time=DAY + timedelta(minutes=i))
+        statements: list[str] = []
+        svc.index.conn.set_trace_callback(statements.append)
+        svc.log_turn("alice", "assistant", "The lemon tree goes to the Straße", time=DAY + timedelta(minutes=9))
+        svc.index.conn.set_trace_callback(None)
+        assert not [s for s in statements if "FROM entries WHERE path=" in s and "ORDER BY seq" in s]
+        query = "SELECT s.path, f.body FROM segments s JOIN segfts f ON f.rowid = s.id"
+        grown = svc.index.query(query)
+        assert len(grown) == 1 and grown[0][1].endswith("\nThe lemon tree goes to the Strasse")
+        svc.reindex()
+        assert svc.index.query(query) == grown
+    finally:
+        svc.close()

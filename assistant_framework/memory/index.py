@@ -293,7 +293,7 @@ class MemoryIndex(IndexRows):
                 lines.append((number, raw))
         entries = jsonl_entries(lines, rel, state.source)
         self._insert(entries)
-        self._update_segment(rel, state.source)
+        self._extend_segment(rel, state.source, entries)
         offset = state.offset + len(complete)
         tail = (before + complete)[-_TAIL:]
         self.conn.execute(

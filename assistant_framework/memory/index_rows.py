@@ -100,6 +100,24 @@ class IndexRows(IndexDatabase):
                 "INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, fold_words("\n".join(r[0] for r in rows)))
             )
 
+    def _extend_segment(self, rel: str, source: str, entries: list[Entry]) -> None:
+        """Lines appended to a conversation-day (``entries``, after every row the day had): its document grows by
+        their text, as ``_update_segment`` would make it again from all of the day's rows. Reading those rows back
+        and folding them again cost a pass over the whole day for each turn indexed (a day's turns cost its
+        length squared)."""
+        if source != "conversation" or not entries:
+            return
+        row = self.conn.execute(
+            "SELECT s.id, f.body FROM segments s CROSS JOIN segfts f ON f.rowid = s.id WHERE s.path=?", (rel,)
+        ).fetchone()
+        if row is None:  # the day's first rows, or its segment gone: made from all of them
+            self._update_segment(rel, source)
+            return
+        seg_id, body = row
+        added = fold_words("\n".join(e.text for e in entries))
+        self.conn.execute("DELETE FROM segfts WHERE rowid=?", (seg_id,))
+        self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, f"{body}\n{added}"))
+
     def _delete_segment(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
         if row:

@@ -177,6 +177,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_memory_damage.py",),
     ),
     Mutation(
+        "memory-segment-keeps-only-the-last-turn",
+        f"{AF}/memory/index_rows.py",
+        'self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, f"{body}\\n{added}"))',
+        'self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, added))',
+        "a conversation-day's segment holds only its last indexed turn: whole days rank by one line",
+        ("test_memory_fast_paths.py",),
+    ),
+    Mutation(
         "broken-facts-only-in-the-log",
         f"{AF}/memory/service.py",
         "            if str(exc) != self._told and self.on_problem is not None:",
