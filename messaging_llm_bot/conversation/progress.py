@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -18,6 +19,8 @@ from typing import Any, Protocol
 from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.conversation.typing_indicator import Typing
 from messaging_llm_bot.conversation.waits import within
+
+log = logging.getLogger(__name__)
 
 TYPING_EVERY_SECONDS = 4.0
 # The first typing action waits this long: a reply ready sooner needs none (one platform call and its
@@ -68,6 +71,55 @@ class LiveMessage(Protocol):
         """Delete a sent message; False where the platform cannot (a status line then becomes the reply's first
         part by an edit: conversation/chat_turns.py)."""
         ...
+
+
+class BestEffortLive:
+    """A channel's live message whose calls raise the platform's ``errors``, made a ``LiveMessage``: a failure is
+    logged under ``where`` ("telegram: the live message in chat 7") and given up (no message, no edit, no typing,
+    a delete counted as done: the reply is sent whole after it); a ``quiet`` one (skipped under load) unlogged."""
+
+    def __init__(
+        self,
+        live: LiveMessage,
+        where: str,
+        errors: tuple[type[Exception], ...],
+        quiet: tuple[type[Exception], ...] = (),
+    ) -> None:
+        self.live, self.where, self.errors, self.quiet = live, where, errors, quiet
+
+    def fit(self, text: str) -> str:
+        return self.live.fit(text)
+
+    async def send(self, text: str) -> int | None:
+        try:
+            return await self.live.send(text)
+        except self.errors as err:
+            self._failed(logging.INFO, "was not sent", err)
+            return None
+
+    async def edit(self, message_id: int, text: str) -> bool:
+        try:
+            return await self.live.edit(message_id, text)
+        except self.errors as err:
+            self._failed(logging.INFO, "was not edited", err)
+            return False
+
+    async def typing(self) -> None:
+        try:
+            await self.live.typing()
+        except self.errors as err:
+            self._failed(logging.DEBUG, "showed no typing", err)
+
+    async def delete(self, message_id: int) -> bool:
+        try:
+            return await self.live.delete(message_id)
+        except self.errors as err:
+            self._failed(logging.INFO, "was not deleted", err)
+            return True
+
+    def _failed(self, level: int, what: str, err: Exception) -> None:
+        if not isinstance(err, self.quiet):
+            log.log(level, "%s %s: %s", self.where, what, err)
 
 
 class Progress:
