@@ -58,7 +58,6 @@ class Access:
         user = update.effective_user
         if user is None:
             return
-        log.info("telegram: refused user id %s (not in telegram.allowed_user_ids)", user.id)
         try:
             if update.callback_query is not None:
                 await update.callback_query.answer(refusal_text(user.id), show_alert=True)

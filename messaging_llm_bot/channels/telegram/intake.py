@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import telegram
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 
-from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.media import message_kind
@@ -54,11 +53,6 @@ class TelegramIntake:
         # their dispatch): Telegram's order holds per chat.
         self.order = asyncio.Lock()
 
-    @property
-    def settings(self) -> TelegramSettings:
-        """The current ``telegram`` settings."""
-        return self.access.settings
-
     def for_model(self, update: Update, bot: telegram.Bot) -> bool:
         """True when an update is a message the model will answer (so it goes into the inbox); the allowlist
         first (telegram/access.py): a stranger's message is never stored."""
@@ -70,7 +64,9 @@ class TelegramIntake:
             return False
         if kind == "voice" and transcription_settings(self.runtime.settings.llm) is None:
             return False
-        return addressed_to_bot(message, bot.username or "", bot.id if bot.username else None, self.settings.group_mode)
+        return addressed_to_bot(
+            message, bot.username or "", bot.id if bot.username else None, self.access.settings.group_mode
+        )
 
     def arrival(self, update: Update, bot: telegram.Bot) -> Arrival:
         """What the shared intake reads of a model-bound update (``for_model``): its id taken once, unless another
@@ -83,7 +79,7 @@ class TelegramIntake:
             message_conversation(message),
             update.to_dict(),
             sender,
-            sender == self.settings.owner,
+            sender == self.access.settings.owner,
             strip_mention(message.text or "", bot.username or ""),
             message.message_id,
             joinable(message),
@@ -176,7 +172,7 @@ class TelegramIntake:
         """A message the model does not read (a kind it cannot, a voice note without transcription): a short
         'not supported', where it was addressed to the bot."""
         message = message_of(update)
-        if addressed_to_bot(message, bot.username or "", bot.id, self.settings.group_mode):
+        if addressed_to_bot(message, bot.username or "", bot.id, self.access.settings.group_mode):
             await self.say(update)(unsupported_text(message_kind(message)))
 
     def start_replay(self) -> None:
@@ -189,7 +185,7 @@ class TelegramIntake:
     def job_conversation(self, job: Job) -> str | None:
         """The conversation a Telegram job's runs go to: the owner's private chat, in the topic of it the job was
         made in; a job's reply is the owner's data, so never another chat whatever the row says."""
-        owner = self.settings.owner
+        owner = self.access.settings.owner
         if owner is None:
             return None
         return conversation_id(owner, topic_in(job.conversation_id, owner))

@@ -129,11 +129,13 @@ class TelegramTurns(ChatTurns):
     def send_failed(self, item: InboxItem, to: Address, err: Exception) -> bool:
         cause = err.cause if isinstance(err, TelegramDeliveryError) else err
         if isinstance(cause, NetworkError) and not isinstance(cause, BadRequest):
+            message = message_of(Update.de_json(item.payload, self.bot))
+            said = " ".join((message.text or message.caption or f"<{message_kind(message)}>").split())
             log.error(
                 "telegram: the reply of %s (%r) was not delivered: %s; it stays in the inbox and is resent at the "
                 "next start",
                 item.item_id,
-                _excerpt(message_of(Update.de_json(item.payload, self.bot))),
+                fit_text(said, 60),
                 err,
             )
             return False
@@ -227,8 +229,3 @@ def outside_origin(message: telegram.Message) -> str | None:
     if message.via_bot is not None:  # an inline bot wrote it; the user only picked it
         return f"sent via @{outside_name(message.via_bot.username or str(message.via_bot.id))}"
     return None
-
-
-def _excerpt(message: telegram.Message) -> str:
-    """The start of a user's message, to name it in a log line."""
-    return fit_text(" ".join((message.text or message.caption or f"<{message_kind(message)}>").split()), 60)
