@@ -262,6 +262,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         (*CHANNEL_KIT, *DISCORD_BOT),
     ),
     Mutation(
+        "live-message-send-failure-raises",
+        f"{BOT}/conversation/progress.py",
+        '            self._failed(logging.INFO, "was not sent", err)',
+        "            raise",
+        "a status message skipped under load or refused by the platform ends the turn's progress with an error",
+        ("test_telegram_ratelimit.py", "test_telegram_progress.py"),
+    ),
+    Mutation(
         "intake-unsynced-confirmed",
         f"{BOT}/conversation/intake.py",
         "        if self._unsynced_from is not None and await self.sync_stored():",

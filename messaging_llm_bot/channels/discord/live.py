@@ -11,20 +11,25 @@ another.
 
 from __future__ import annotations
 
-import logging
-
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable
 from messaging_llm_bot.channels.discord.channel import DiscordChannel, nonce
 from messaging_llm_bot.channels.discord.format import MAX_TEXT_CHARS
-
-log = logging.getLogger(__name__)
+from messaging_llm_bot.conversation.progress import BestEffortLive
 
 LIVE_PART = "live"  # the nonce's part name of a reply's live message
 
 
-class DiscordLive:
-    """``LiveMessage`` in one Discord channel, its ids the messages' snowflakes; best effort: no call raises."""
+class DiscordLive(BestEffortLive):
+    """``LiveMessage`` in one Discord channel, its ids the messages' snowflakes; best effort (``BestEffortLive``)."""
+
+    def __init__(self, channel: DiscordChannel, to: str, key: str = "") -> None:
+        errors = (DiscordUnavailable, DeliveryError)
+        super().__init__(DiscordCalls(channel, to, key), f"discord: the live message in {to}", errors)
+
+
+class DiscordCalls:
+    """The live message's calls, raising the channel's errors."""
 
     def __init__(self, channel: DiscordChannel, to: str, key: str = "") -> None:
         self.channel, self.to, self.key = channel, to, key  # key: the reply's (its inbox item)
@@ -33,25 +38,14 @@ class DiscordLive:
         return text[:MAX_TEXT_CHARS]
 
     async def send(self, text: str) -> int | None:
-        try:
-            return int(await self.channel.post(self.to, text, nonce(self.key, LIVE_PART)))
-        except (DiscordUnavailable, DeliveryError) as err:
-            log.info("discord: the live message in %s was not sent: %s", self.to, err)
-            return None
+        return int(await self.channel.post(self.to, text, nonce(self.key, LIVE_PART)))
 
     async def edit(self, message_id: int, text: str) -> bool:
-        try:
-            await self.channel.edit(self.to, str(message_id), text)
-            return True
-        except (DiscordUnavailable, DeliveryError) as err:
-            log.info("discord: the live message in %s was not edited: %s", self.to, err)
-            return False
+        await self.channel.edit(self.to, str(message_id), text)
+        return True
 
     async def typing(self) -> None:
-        try:
-            await self.channel.typing_in(self.to)
-        except (DiscordUnavailable, DeliveryError) as err:
-            log.debug("discord: typing in %s not shown: %s", self.to, err)
+        await self.channel.typing_in(self.to)
 
     async def delete(self, message_id: int) -> bool:
         return False  # a status line left above the answer is edited into its first part instead

@@ -15,6 +15,7 @@ import re
 from messaging_llm_bot.channels.contract import Address, DeliveryError
 from messaging_llm_bot.channels.slack.api import SlackClient, SlackUnavailable
 from messaging_llm_bot.channels.slack.format import MAX_TEXT_CHARS, escape
+from messaging_llm_bot.conversation.progress import BestEffortLive
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,16 @@ def ts_of_number(number: int) -> str:
     return f"{number // _MICRO}.{number % _MICRO:06d}"
 
 
-class SlackLive:
-    """``LiveMessage`` in one conversation, its ids the messages' ts as numbers; best effort: no call raises."""
+class SlackLive(BestEffortLive):
+    """``LiveMessage`` in one conversation, its ids the messages' ts as numbers; best effort (``BestEffortLive``)."""
+
+    def __init__(self, client: SlackClient, to: Address) -> None:
+        where = f"slack: the live message in {to.chat_id}"
+        super().__init__(SlackCalls(client, to), where, (SlackUnavailable, DeliveryError))
+
+
+class SlackCalls:
+    """The live message's calls, raising the channel's errors."""
 
     def __init__(self, client: SlackClient, to: Address) -> None:
         self.client, self.to = client, to
@@ -43,23 +52,15 @@ class SlackLive:
         return text[: MAX_TEXT_CHARS - 100]  # room for the escapes
 
     async def send(self, text: str) -> int | None:
-        try:
-            ts = await self.client.post(self.to.chat_id, escape(text), self.to.thread_id)
-        except (SlackUnavailable, DeliveryError) as err:
-            log.info("slack: the live message in %s was not sent: %s", self.to.chat_id, err)
-            return None
+        ts = await self.client.post(self.to.chat_id, escape(text), self.to.thread_id)
         number = ts_number(ts)
         if number is None:
             log.warning("slack: the live message's ts %r is not in Slack's form; it is not grown", ts)
         return number
 
     async def edit(self, message_id: int, text: str) -> bool:
-        try:
-            await self.client.update(self.to.chat_id, ts_of_number(message_id), escape(text))
-            return True
-        except (SlackUnavailable, DeliveryError) as err:
-            log.info("slack: the live message in %s was not updated: %s", self.to.chat_id, err)
-            return False
+        await self.client.update(self.to.chat_id, ts_of_number(message_id), escape(text))
+        return True
 
     async def typing(self) -> None:
         return None
