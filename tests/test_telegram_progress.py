@@ -38,6 +38,39 @@ def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot,
     assert not any('"skill"' in t for t in all_bot_texts(fake))
 
 
+def test_a_status_message_telegram_refuses_is_logged_and_the_answer_comes(
+    fake, start_bot, chat_server, monkeypatch, caplog
+):
+    """The live message's calls are best effort (conversation/progress.py's ``BestEffortLive``): the skill's status
+    line that Telegram refuses is left out with one log line, and the turn's answer comes as it would have."""
+    import logging
+
+    from messaging_llm_bot.conversation import progress as progress_mod
+
+    monkeypatch.setattr(progress_mod, "TYPING_GRACE_SECONDS", 0.02)
+    caplog.set_level(logging.INFO, logger="messaging_llm_bot")
+    start_bot(stream=False)
+    fake.fail_next("sendMessage", status=400, description="Bad Request: not enough rights to send text messages")
+    typing = lambda: fake.calls("sendChatAction")  # noqa: E731
+    refused = lambda: any(c["status"] == 400 for c in fake.calls("sendMessage"))  # noqa: E731
+    answers = [(typing, CALL), (refused, '{"reply": "2 + 3 = 5"}')]
+
+    def slow_model(request: dict) -> str | None:
+        if not answers:
+            return None
+        shown, content = answers.pop(0)
+        fake.wait_for(shown, timeout=30)
+        return content
+
+    chat_server.set_handler(slow_model)
+    fake.send_message("add 2 and 3")
+    fake.wait_for(lambda: "2 + 3 = 5" in texts(fake))
+    assert texts(fake) == ["2 + 3 = 5"]
+    assert [c["params"]["text"][:5] for c in fake.calls("sendMessage")] == ["🔎 add", "2 + 3"]
+    logged = [r.getMessage() for r in caplog.records if "the live message in chat" in r.getMessage()]
+    assert len(logged) == 1 and "was not sent" in logged[0] and "not enough rights" in logged[0].lower(), logged
+
+
 def _quick_first_message(monkeypatch) -> None:
     """The first live message 50 ms into a turn instead of 0.3 s (conversation/progress.py: a quick turn needs
     none; test_a_turn_done_within_the_grace_needs_no_live_message): a stream of a few tenths is then shown live."""
