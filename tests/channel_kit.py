@@ -2128,43 +2128,13 @@ def _busy_on_email(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     return BusyChat(send, joined, lambda: [body(m).strip() for m in smtp.messages], two_stored(request))
 
 
-class _TypedTty:
-    """A terminal the test types into while the chat runs: its lines come through a pipe, so the chat sees
-    when one is ready (as a terminal's line discipline shows a line after Enter)."""
-
-    def __init__(self) -> None:
-        read, write = os.pipe()
-        self._in, self._out = os.fdopen(read, "r", encoding="utf-8"), os.fdopen(write, "w", encoding="utf-8")
-
-    def isatty(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self._in.fileno()
-
-    def readline(self) -> str:
-        return self._in.readline()
-
-    def type(self, text: str) -> None:
-        self._out.write(f"{text}\n")
-        self._out.flush()
-
-    def close(self) -> None:
-        """Ctrl-D: the chat ends."""
-        if not self._out.closed:
-            self._out.close()
-
-    def close_reader(self) -> None:
-        """The chat's side, once it ended."""
-        self._in.close()
-
-
 def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> BusyChat:
     """The interactive terminal chat in a thread of the test, typed into while it answers."""
     import threading
 
     from messaging_llm_bot.channels.console.chat import run_console
     from messaging_llm_bot.conversation.line_chat import JOINED_TEXT
+    from tests.console_harness import TypedTty
     from tests.telegram_harness import make_runtime
 
     config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
@@ -2173,7 +2143,7 @@ def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> BusyChat
     config["llm"] = {**config["llm"], "stream": False}
     busy_mode(mode)(config)
     runtime = make_runtime(config, request.getfixturevalue("workspace"), request.getfixturevalue("tmp_path"))
-    tty, out, err = _TypedTty(), io.StringIO(), io.StringIO()
+    tty, out, err = TypedTty(), io.StringIO(), io.StringIO()
     chat = threading.Thread(target=run_console, args=(runtime, tty, out, err), name="terminal-chat", daemon=True)
     chat.start()
 

@@ -75,6 +75,37 @@ class TypedLines:
         return self.lines.pop(0) if self.lines else ""
 
 
+class TypedTty:
+    """A terminal the test types into while the chat runs: its lines come through a pipe, so the chat sees
+    when one is ready (as a terminal's line discipline shows a line after Enter)."""
+
+    def __init__(self) -> None:
+        read, write = os.pipe()
+        self._in, self._out = os.fdopen(read, "r", encoding="utf-8"), os.fdopen(write, "w", encoding="utf-8")
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._in.fileno()
+
+    def readline(self) -> str:
+        return self._in.readline()
+
+    def type(self, text: str) -> None:
+        self._out.write(f"{text}\n")
+        self._out.flush()
+
+    def close(self) -> None:
+        """Ctrl-D: the chat ends."""
+        if not self._out.closed:
+            self._out.close()
+
+    def close_reader(self) -> None:
+        """The chat's side, once it ended."""
+        self._in.close()
+
+
 #: An escape sequence (CSI, a character set, keypad modes); a cursor move right (``ESC [ n C``) shows as spaces.
 ESCAPE = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z~])|\x1b[()][0-9A-Za-z]|\x1b[=>78]")
 PARTIAL_ESCAPE = re.compile(r"\x1b(\[[0-9;?]*|[()])?$")

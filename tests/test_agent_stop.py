@@ -144,6 +144,42 @@ def test_ctrl_c_in_the_terminal_chat_stops_the_turn_and_the_chat_goes_on(
         runtime.shutdown(5)
 
 
+def test_stop_typed_also_stops_a_line_sent_before_it_whose_turn_had_not_started(
+    bot_config, workspace, chat_server, tmp_path
+):
+    """/stop (as a Ctrl-C) stops the answer being written, and again until the lines sent before it are answered
+    (conversation/line_chat.py's ``stop_until``): a line queued behind that answer, its turn not started when the
+    stop came, is stopped too as it starts, not answered in full after it."""
+    import io
+
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.console_harness import TypedTty
+
+    config = {**bot_config, "runtime": {**bot_config.get("runtime", {}), "busy_mode": "queue"}}
+    chat_server.enqueue({"content": '{"reply": "first"}', "delay": 5}, {"content": '{"reply": "second"}', "delay": 5})
+    runtime = make_runtime(config, workspace, tmp_path)
+    tty, out, err = TypedTty(), io.StringIO(), io.StringIO()
+    chat = threading.Thread(target=run_console, args=(runtime, tty, out, err), name="terminal-chat", daemon=True)
+    chat.start()
+    try:
+        tty.type("one")
+        assert chat_server.wait_for_requests(1, timeout=30, path="/chat/completions")
+        tty.type("two")
+        wait_until(lambda: len(Inbox(workspace).pending()) == 2, what="the second line stored, waiting its turn")
+        tty.type("/stop")
+        tty.close()  # Ctrl-D: the chat ends once what was sent is answered
+        chat.join(30)
+        assert not chat.is_alive()
+    finally:
+        tty.close()
+        chat.join(30)
+        tty.close_reader()
+        runtime.shutdown(5)
+    assert "first" not in out.getvalue() and "second" not in out.getvalue(), out.getvalue()
+    assert out.getvalue().count("⏹ Stopped.") == 2, out.getvalue()
+    assert Inbox(workspace).pending() == []
+
+
 class _Lines:
     def __init__(self) -> None:
         self.text = ""

@@ -127,9 +127,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         f"{BOT}/conversation/line_chat.py",
         "            while concurrent.futures.wait(pending, STOP_AGAIN_SECONDS).not_done:",
         "            while False:",
-        "a Ctrl-C or /stop that comes before the turn of the line sent started stops nothing: the answer is "
-        "written in full",
-        ("test_agent_stop.py", "test_console.py", *KIT_CONSOLE_WEBCHAT),
+        "a /stop or Ctrl-C stops only the answer being written: a line sent before it, its turn not started yet, "
+        "is answered in full after it",
+        ("test_agent_stop.py",),
     ),
     Mutation(
         "line-chat-reply-shown-again",
