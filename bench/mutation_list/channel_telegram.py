@@ -25,8 +25,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "telegram-group-is-owner",
         f"{BOT}/channels/telegram/access.py",
-        'user is not None and user.id == self.settings.owner, chat is not None and chat.type == "private"',
-        'user is not None and user.id == self.settings.owner, chat is not None and chat.type != "channel"',
+        'return sees_owner_data(self.from_owner(update), chat is not None and chat.type == "private")',
+        'return sees_owner_data(self.from_owner(update), chat is not None and chat.type != "channel")',
         "the owner's group chats see the owner's data",
         TELEGRAM,
     ),

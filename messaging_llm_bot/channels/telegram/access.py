@@ -43,10 +43,8 @@ class Access:
 
     def owner_data(self, update: Update) -> bool:
         """True only in the owner's own private chat (assistant_framework.access: the rule of every frontend)."""
-        user, chat = update.effective_user, update.effective_chat
-        return sees_owner_data(
-            user is not None and user.id == self.settings.owner, chat is not None and chat.type == "private"
-        )
+        chat = update.effective_chat
+        return sees_owner_data(self.from_owner(update), chat is not None and chat.type == "private")
 
     def from_owner(self, update: Update) -> bool:
         """True when the owner sent the update (in any chat): their turns go first, and are never refused."""

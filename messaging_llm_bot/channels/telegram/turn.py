@@ -6,6 +6,7 @@ a job run's reply in the topic the job was made in.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -197,9 +198,7 @@ class TelegramTurns(ChatTurns):
                 raise DeliveryRefused(f"Telegram refused it: {err.cause}") from None
             return True
 
-        async def tell(text: str) -> None:  # a paused job, in the owner's chat (best effort: ``say`` logs a failure)
-            await self.say(Address(str(owner)), text)
-
+        tell = functools.partial(self.say, Address(str(owner)))  # a paused job, in the owner's chat (best effort)
         await answer_job_run(
             self.runtime, self.pool, self.inbox, item, chat_id=chat_id, user_id=owner, deliver=deliver, tell=tell
         )
