@@ -24,7 +24,7 @@ from assistant_framework.skills import OUTSIDE_LABEL, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 from tests import preload
 from tests.cli_inprocess import CliRun, run_cli
-from tests.fakes.mcp_servers import HttpMcpServer, command
+from tests.fakes.mcp_servers import FloodHttpServer, HttpMcpServer, command
 from tests.waiting import wait_until
 
 TOKEN = "mcp-test-token-0123456789"
@@ -65,7 +65,13 @@ def http_server():
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, http_server):
+def flood_http():
+    with FloodHttpServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, http_server, flood_http):
     """Every server of this file in one SkillManager (started at once), its workspace and its repo."""
     root = tmp_path_factory.mktemp("mcp")
     repo = _git_repo(root)
@@ -84,6 +90,7 @@ def setup(tmp_path_factory, http_server):
         "absent": {"command": str(root / "no-such-server")},
         "hostile": command("hostile"),
         "flood": command("flood"),
+        "floodweb": {"url": flood_http.url},
         "picky": {**command("tools"), "tools": ["echo", "teleport"], "tool_capabilities": {"echo": ["read"]}},
         "none": {**command("tools"), "tools": []},  # an empty allow-list: no tool, not every tool
         "off": {**command("tools"), "enabled": False},
@@ -260,6 +267,27 @@ def test_an_answer_without_an_end_ends_the_connection_at_the_bound_in_one_senten
     ) in error
     assert growth < 200 * 1024 * 1024, f"the bot's memory rose by {growth // 2**20} MB"
     assert ok(manager, "flood_echo", {"text": "again"}).endswith("echo: {'text': 'again'}")
+
+
+def test_an_http_answer_of_300000_parts_is_cut_before_it_is_built(setup) -> None:
+    """The same over streamable HTTP (a JSON answer): building every part took 590 MB of the bot's memory."""
+    manager, *_ = setup
+    text, growth = _rss_peak_growth(lambda: ok(manager, "floodweb_parts", {"count": 300_000}))
+    assert text.endswith("[... 299950 more parts left out]")
+    assert growth < 200 * 1024 * 1024, f"the bot's memory rose by {growth // 2**20} MB"
+
+
+def test_a_gzip_answer_that_unpacks_past_the_bound_is_not_read_and_costs_one_sentence(setup) -> None:
+    """0.1 MB of gzip that unpacks to 100 MB of text, sent though the bot asked for no packing: it is unpacked no
+    further than the 30 MB bound and the model gets one sentence (before, the SDK unpacked and read it whole: 2 MB
+    of gzip took 9.6 GB of the bot's memory); the server's next answer is read."""
+    manager, *_ = setup
+    error, growth = _rss_peak_growth(lambda: failed(manager, "floodweb_packed", {"mb": 100}))
+    assert "the MCP server 'floodweb' sent a message larger than 30 MB; it was not read" in error
+    assert growth < 200 * 1024 * 1024, f"the bot's memory rose by {growth // 2**20} MB"
+    assert ok(manager, "floodweb_echo", {"text": "after"}).endswith("echo: {'text': 'after'}")
+    small = ok(manager, "floodweb_packed", {"mb": 1})  # within the bound: unpacked and read
+    assert small.startswith(f"{OUTSIDE_LABEL} ") and "truncated" in small  # 1 MB of spaces, read
 
 
 def test_hostile_names_and_a_huge_schema_are_tamed(setup) -> None:

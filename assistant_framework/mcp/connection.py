@@ -31,6 +31,7 @@ from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool
 
 from assistant_framework.config.settings import ServerSettings
 from assistant_framework.json_types import JsonObject
+from assistant_framework.mcp.bounds import TOO_LARGE, bound_json_answer
 from assistant_framework.mcp.loop import LoopThread
 from assistant_framework.mcp.results import ToolError, first_sentence
 from assistant_framework.mcp.status import ServerStatus
@@ -313,7 +314,9 @@ class ServerConnection:
         if s.url:
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
-                    headers=dict(s.headers),
+                    # An answer is read within its bounds (bounds.py), unpacked here: none is asked for packed.
+                    headers={"Accept-Encoding": "identity", **s.headers},
+                    event_hooks={"response": [bound_json_answer]},
                     timeout=httpx2.Timeout(s.timeout, read=300),
                     verify=shared_httpx2_context(),  # not a context made per connection
                 )
@@ -427,6 +430,10 @@ class ServerConnection:
                 f"the MCP server {self.name!r} did not answer within {timeout:g} s", own_words=True
             ) from None
         except MCPError as exc:
+            if exc.code != CONNECTION_CLOSED and TOO_LARGE in exc.message:  # bounds.py's words, quoted by the SDK
+                raise ToolError(
+                    f"the MCP server {self.name!r} sent {TOO_LARGE}; it was not read", own_words=True
+                ) from None
             if exc.code != CONNECTION_CLOSED:
                 raise ToolError(
                     f"the MCP server {self.name!r} refused the call: {first_sentence(exc.message)}"

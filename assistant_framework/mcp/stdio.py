@@ -5,8 +5,8 @@ The SDK's own ``stdio_client`` keeps a line until its end however long it grows 
 bound) and builds every part of an answer before anything counts them (a 30 MB answer of a million empty parts
 took 2 GB). Here a message is read in time linear in its size, one over ``MAX_MESSAGE_BYTES`` ends the
 connection (the connection restarts the server and says why, ``ServerOutput.refused``), and an answer's parts
-past ``MAX_PARTS`` are dropped before they are built, their number kept in ``LEFT_OUT`` of its ``_meta`` for
-results.py to say. Starting the process and stopping it are the SDK's own (its helpers), unchanged.
+past ``MAX_PARTS`` are dropped before they are built (bounds.py, for both transports). Starting the process and
+stopping it are the SDK's own (its helpers), unchanged.
 """
 
 from __future__ import annotations
@@ -25,13 +25,7 @@ from mcp.client._transport import TransportStreams
 from mcp.os.win32.utilities import ServerProcess
 from mcp.shared.message import SessionMessage
 
-from assistant_framework.mcp.results import LEFT_OUT, MAX_FILE_BYTES, MAX_PARTS
-
-#: The largest message read from a server: one part of the largest file an answer may hold (``MAX_FILE_BYTES``,
-#: as base64) and room around it.
-MAX_MESSAGE_BYTES = MAX_FILE_BYTES * 4 // 3 + 4 * 1024 * 1024
-#: A message at most this long is built as it is: it cannot hold enough parts to matter.
-_CHECKED_ABOVE = 256 * 1024
+from assistant_framework.mcp.bounds import CHECKED_ABOVE, MAX_MESSAGE_BYTES, TOO_LARGE, cut_parts
 
 
 class ServerOutput:
@@ -41,22 +35,11 @@ class ServerOutput:
         self.refused = ""
 
 
-def _cut_parts(result: dict[str, object]) -> None:
-    """``result``'s parts past ``MAX_PARTS`` dropped, their number in its ``_meta`` (``LEFT_OUT``)."""
-    content, meta = result.get("content"), result.get("_meta")
-    if isinstance(content, list) and len(content) > MAX_PARTS:
-        result["content"] = content[:MAX_PARTS]
-        result["_meta"] = {**(meta if isinstance(meta, dict) else {}), LEFT_OUT: len(content) - MAX_PARTS}
-
-
 def _message(line: bytes) -> SessionMessage | Exception:
     """One line as a message; an answer's parts past ``MAX_PARTS`` dropped first and counted in its ``_meta``."""
     try:
-        if len(line) > _CHECKED_ABOVE:
-            found = json.loads(line)
-            result = found.get("result") if isinstance(found, dict) else None
-            if isinstance(result, dict):
-                _cut_parts(result)
+        if len(line) > CHECKED_ABOVE:
+            found = cut_parts(json.loads(line))
             return SessionMessage(types.jsonrpc_message_adapter.validate_python(found, by_name=False))
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:  # as the SDK's reader: the session surfaces it
@@ -80,7 +63,7 @@ async def _read(
                     line.clear()
                 line += chunk[start:]
                 if len(line) > MAX_MESSAGE_BYTES:
-                    output.refused = f"it sent a message larger than {MAX_MESSAGE_BYTES // (1024 * 1024)} MB"
+                    output.refused = f"it sent {TOO_LARGE}"
                     return  # the session ends (its calls fail), the server is stopped; the rest is drained below
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError):
         pass  # the session or our own shutdown is gone: nothing waits for the rest

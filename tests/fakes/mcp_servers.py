@@ -19,6 +19,10 @@ Run one as a stdio server (the assistant starts it as it starts any configured s
   many empty text parts (30 bytes each on the wire), ``endless()`` starts an answer and writes on without a
   line's end, ``text(mb)`` answers that many MB of text, ``echo(text)``.
 
+``FloodHttpServer`` answers streamable HTTP as an outside server may (http.server, JSON written by hand):
+``parts(count)`` that many empty text parts, ``packed(mb)`` a gzip body that unpacks to that many MB of text
+(asked for or not), ``echo(text)``.
+
 ``HttpMcpServer`` serves the ``tools`` server over streamable HTTP in a thread (uvicorn on
 127.0.0.1, a free port), with an optional bearer token (401 without it)::
 
@@ -36,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from typing import Any
 
 #: A 1x1 PNG.
@@ -226,29 +231,102 @@ def flood_server() -> None:
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": f"echo: {args}"}]}})
         sys.stdout.flush()
 
-    tools = [{"name": name, "description": f"The {name} tool.", "inputSchema": {"type": "object"}} for name in FLOODS]
     for line in sys.stdin:
         message = json.loads(line)
-        mid, method = message.get("id"), message.get("method")
-        if method == "initialize":
-            version = message["params"]["protocolVersion"]
-            info = {"name": "flood", "version": "1"}
-            send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": mid,
-                    "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info},
-                }
-            )
-        elif method == "tools/list":
-            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
-        elif method == "tools/call":
+        mid = message.get("id")
+        if message.get("method") == "tools/call":
             answer(mid, message["params"]["name"], message["params"].get("arguments") or {})
         elif mid is not None:
-            send({"jsonrpc": "2.0", "id": mid, "result": {}})
+            send({"jsonrpc": "2.0", "id": mid, "result": _flood_result(message)})
 
 
 FLOODS = ["parts", "endless", "text", "echo"]
+
+
+class FloodHttpServer:
+    """The ``flood`` tools over streamable HTTP on 127.0.0.1 (a free port), JSON answers only, in a thread."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server API: no SSE stream here
+                self._send(405, b"")
+
+            def do_DELETE(self) -> None:  # noqa: N802
+                self._send(200, b"")
+
+            def do_POST(self) -> None:  # noqa: N802
+                message = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                mid, method = message.get("id"), message.get("method")
+                if mid is None:
+                    self._send(202, b"")
+                elif method == "tools/call":
+                    self._answer(mid, message["params"]["name"], message["params"].get("arguments") or {})
+                else:
+                    self._send(
+                        200, json.dumps({"jsonrpc": "2.0", "id": mid, "result": _flood_result(message)}).encode()
+                    )
+
+            def _answer(self, mid: object, tool: str, args: dict) -> None:
+                head = '{"jsonrpc": "2.0", "id": %s, "result": {"content": [' % json.dumps(mid)
+                if tool == "parts":
+                    self._send(
+                        200, (head + ",".join(['{"type": "text", "text": ""}'] * int(args["count"])) + "]}}").encode()
+                    )
+                elif tool == "packed":
+                    packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # gzip
+                    body = packer.compress((head + '{"type": "text", "text": "').encode())
+                    for _ in range(int(args["mb"])):
+                        body += packer.compress(b" " * 1_000_000)
+                    body += packer.compress(b'"}]}}') + packer.flush()
+                    self._send(200, body, [("content-encoding", "gzip")])
+                else:
+                    text = json.dumps({"type": "text", "text": f"echo: {args}"})
+                    self._send(200, (head + text + "]}}").encode())
+
+            def _send(self, status: int, body: bytes, headers: list[tuple[str, str]] = []) -> None:  # noqa: B006
+                self.send_response(status)
+                for name, value in [("content-type", "application/json"), *headers]:
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/mcp"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="mcp-flood-http", daemon=True)
+
+    def __enter__(self) -> "FloodHttpServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _flood_result(message: dict) -> dict:
+    """The answer of the ``flood`` servers to anything but a call: initialize, tools/list, the rest empty."""
+    if message.get("method") == "initialize":
+        info = {"name": "flood", "version": "1"}
+        return {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": info,
+        }
+    if message.get("method") == "tools/list":
+        names = [*FLOODS, "packed"]
+        return {
+            "tools": [{"name": n, "description": f"The {n} tool.", "inputSchema": {"type": "object"}} for n in names]
+        }
+    return {}
 
 
 class HttpMcpServer:
