@@ -106,17 +106,11 @@ def for_other_bot(message: telegram.Message, bot_username: str) -> bool:
 
 
 def mentions_bot(message: telegram.Message, bot_username: str) -> bool:
-    """True when the text or caption mentions ``@bot_username``."""
+    """True when the text or caption mentions ``@bot_username`` (any case; a ``mention`` entity is such a word)."""
     if not bot_username:
         return False
-    wanted = "@" + bot_username.lower()
-    found = dict(message.parse_entities(["mention"])) if message.text else {}
-    if message.caption:  # parse_* raise when the message has no text/caption
-        found.update(message.parse_caption_entities(["mention"]))
-    if any(text.lower() == wanted for text in found.values()):
-        return True
     body = (message.text or message.caption or "").lower()
-    return re.search(re.escape(wanted) + r"\b", body) is not None
+    return re.search(re.escape("@" + bot_username.lower()) + r"\b", body) is not None
 
 
 def addressed_to_bot(message: telegram.Message, bot_username: str, bot_id: int | None, group_mode: str) -> bool:
