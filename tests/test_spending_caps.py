@@ -329,3 +329,24 @@ def test_an_old_spending_file_is_counted_on_and_written_back_byte_for_byte_as_be
     ledger.skipped(blocked, "B")
     assert workspace.read_text(STATE_FILE) == STATE_AFTER
     assert told == ["daily_tokens"]
+
+
+def test_a_calls_estimate_counts_each_history_text_once_and_the_same_as_estimate_tokens():
+    """Each call estimates the whole conversation again: a text seen before is not counted again (the history's
+    texts are the same call after call), and every message is still estimated as ``estimate_tokens`` does."""
+    from assistant_framework.spending import calls
+    from assistant_framework.tokens import estimate_tokens
+
+    history = [
+        {"role": "user" if i % 2 else "assistant", "content": f"message {i} über the garden " * 3} for i in range(40)
+    ]
+    document = {"role": "user", "content": "ß" * (calls.MEMO_CHARS + 1)}
+    body = {"messages": [{"role": "system", "content": "You help."}, *history, document], "max_tokens": 100}
+    first = call_estimate(body)
+    texts = [m["content"] for m in body["messages"]]
+    assert first == CallTokens(sum(estimate_tokens(t) + calls.MESSAGE_TOKENS for t in texts), 100)
+    before = calls._short_text_tokens.cache_info()
+    body["messages"].append({"role": "user", "content": "and the roses?"})
+    assert call_estimate(body).prompt == first.prompt + estimate_tokens("and the roses?") + calls.MESSAGE_TOKENS
+    after = calls._short_text_tokens.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, len(history) + 1)

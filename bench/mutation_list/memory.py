@@ -185,6 +185,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_memory_fast_paths.py",),
     ),
     Mutation(
+        "spending-estimate-without-the-template",
+        f"{AF}/spending/calls.py",
+        "        ) + MESSAGE_TOKENS",
+        "        ) + 0",
+        "a call's estimate leaves out each plain message's chat template: a spending cap is passed by that much",
+        ("test_spending_caps.py",),
+    ),
+    Mutation(
         "broken-facts-only-in-the-log",
         f"{AF}/memory/service.py",
         "            if str(exc) != self._told and self.on_problem is not None:",
