@@ -12,9 +12,15 @@ import tornado.web
 
 from ..memory.recall import is_outside
 from ..memory.search import MemoryHit
-from . import memfiles, views
+from . import memfiles, views, window
 from .base import BaseHandler
 from .shapes import HitBody
+
+#: The largest file the page's editor opens: the lines one page shows, and characters whose form fits the
+#: server's body bound (web.max_body_bytes, 4 MiB) even URL-encoded at 9 bytes a character. A larger file
+#: is edited on disk: the editor holds the whole file in one page, and a form past the bound is refused.
+EDITOR_LINES = window.ROWS
+EDITOR_CHARS = 400_000
 
 
 def anchor(ref: str) -> str:
@@ -32,7 +38,16 @@ def hit_link(hit: MemoryHit) -> str:
     parts = path.split("/")
     if len(parts) == 3 and parts[0] == "conversations" and parts[2].endswith(".jsonl"):
         return f"/conversations/{quote(parts[1])}/{parts[2][:-6]}#{anchor(hit.ref or '')}"
-    return "/file?" + urlencode({"path": path}) + f"#{anchor(hit.ref or '')}"
+    at = anchor(hit.ref or "")
+    start = window.page_of(_row_index(at))
+    return "/file?" + urlencode({"path": path, **({"from": start} if start else {})}) + f"#{at}"
+
+
+def _row_index(at: str) -> int:
+    """The row an anchor names (``L12``: the 12th line, index 11; ``r3``: record 3), 0 for any other."""
+    if re.fullmatch(r"[Lr]\d{1,9}", at):
+        return int(at[1:]) - (1 if at[0] == "L" else 0)
+    return 0
 
 
 def hit_body(hit: MemoryHit) -> HitBody:
@@ -144,6 +159,35 @@ class MemoryFileHandler(BaseHandler):
     def _path(self) -> str:
         return self.raw_argument("path")
 
+    def file_page(
+        self,
+        shown: memfiles.MemoryFile,
+        *,
+        edit: bool,
+        error: str | None = None,
+        draft: str | None = None,
+        conflict: bool = False,
+        title: str | None = None,
+    ) -> None:
+        """The file's page: its rows from ``from=`` on (window.py), the editor only for a file it holds whole."""
+        records = shown.records if shown.records is not None and not conflict else None
+        rows = window.window(records if records is not None else shown.lines, self.int_argument("from", 0, 0, 10**9))
+        self.page(
+            "file.html",
+            title=title or shown.path,
+            file=shown,
+            edit=edit,
+            error=error,
+            draft=draft,
+            conflict=conflict,
+            anchor=anchor,
+            rows=rows,
+            cut=window.cut,
+            fits_editor=len(shown.lines) <= EDITOR_LINES and len(shown.text) <= EDITOR_CHARS,
+            editor_lines=EDITOR_LINES,
+            editor_chars=EDITOR_CHARS,
+        )
+
     async def get(self) -> None:
         workspace, rel = self.parts.workspace, self._path()
         try:
@@ -160,16 +204,7 @@ class MemoryFileHandler(BaseHandler):
         if self.api:
             self.send_json(shown)
             return
-        self.page(
-            "file.html",
-            title=shown.path,
-            file=shown,
-            edit=self.get_query_argument("edit", "") == "1",
-            error=None,
-            draft=None,
-            conflict=False,
-            anchor=anchor,
-        )
+        self.file_page(shown, edit=self.get_query_argument("edit", "") == "1")
 
     async def post(self) -> None:
         body = self.json_body() if self.api else None
@@ -196,16 +231,7 @@ class MemoryFileHandler(BaseHandler):
                 return
             self.set_status(409)
             shown = await self.off_loop("files", memfiles.load_or_empty, workspace, rel)
-            self.page(
-                "file.html",
-                title=shown.path,
-                file=shown,
-                edit=True,
-                error=str(exc),
-                draft=content,
-                conflict=True,
-                anchor=anchor,
-            )
+            self.file_page(shown, edit=True, error=str(exc), draft=content, conflict=True)
             return
         except ValueError as exc:  # bad JSON: nothing written, the draft is shown again
             if self.api:
@@ -214,16 +240,7 @@ class MemoryFileHandler(BaseHandler):
             self.set_status(400)
             shown = await self.off_loop("files", memfiles.load_or_empty, workspace, rel)
             shown.version = version or shown.version  # still the version the draft was written against
-            self.page(
-                "file.html",
-                title=rel,
-                file=shown,
-                edit=True,
-                error=str(exc),
-                draft=content,
-                conflict=False,
-                anchor=anchor,
-            )
+            self.file_page(shown, edit=True, error=str(exc), draft=content, title=rel)
             return
         if self.api:
             self.send_json({"saved": real})

@@ -287,4 +287,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the Collectors view reads every collector's whole runs.jsonl for its last line (1.2 s after a year)",
         ("test_web_http.py",),
     ),
+    Mutation(
+        "web-file-page-unbounded",
+        f"{AF}/web/window.py",
+        "return Window(first, rows[first : first + ROWS], len(rows))",
+        "return Window(first, rows[first:], len(rows))",
+        "a file page shows every line of the file: a 20 MB note made a 41 MB page Chromium took 104 s to load",
+        ("test_web_long_files.py",),
+    ),
 )
