@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileSender
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
+from messaging_llm_bot.conversation.attachments import VOICE_DISABLED, unsupported_text
 from messaging_llm_bot.conversation.busy import BusyTurns
 from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, FilesInput, area_for
@@ -74,7 +74,7 @@ class Received:
     transcribe: Transcribe | None = None  # a voice note's transcript
     echo: Callable[[str], Awaitable[None]] | None = None  # shows the transcript in the chat (best effort)
     outside: str | None = None  # the label of a text or transcript that is someone else's words (a forward)
-    unsupported: str = "Sorry, I can't handle that kind of message."
+    unsupported: str = ""  # what a kind not taken is answered; "": ``unsupported_text`` of the kind
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ class ChannelTurns:
             if got.echo is not None:  # what was understood, as it is
                 await got.echo(f"🎙 {result.text}")
             return TurnInput(result.text, outside=got.outside)
-        return got.unsupported
+        return got.unsupported or unsupported_text(got.kind)
 
     async def ask_agent(
         self,

@@ -40,7 +40,6 @@ from messaging_llm_bot.channels.telegram.settings import (
     topic_of,
 )
 from messaging_llm_bot.conversation.albums import Albums
-from messaging_llm_bot.conversation.attachments import unsupported_text
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.job_answer import answer_job_run
@@ -166,7 +165,6 @@ class TelegramTurns(ChatTurns):
             lambda config: transcribe_file(files[0], config, MAX_DOWNLOAD_BYTES),
             echo,
             f"{label} {origin}" if label and origin else None,  # the agent quotes it under this label
-            unsupported_text(kind),
         )
 
     async def send_voice(self, to: Address, index: int, note: VoiceNote) -> None:
