@@ -28,3 +28,39 @@ def test_traces_redact_pieces_in_values_and_json_text():
     value = {"error": f"bad key {KEY[:-3]}", "list": [f"x{KEY[5:20]}y"]}
     assert redact_secrets(value, [KEY]) == {"error": "bad key ***", "list": ["x***y"]}
     assert json.loads(redact_json_text(json.dumps(value), [KEY])) == {"error": "bad key ***", "list": ["x***y"]}
+
+
+def _spans_of_every_window(text: str, secrets: list[str], width: int = 8) -> list[tuple[int, int]]:
+    """What ``secret_spans`` finds, the plain way: every window of every secret searched, the spans merged."""
+    found = []
+    for secret in secrets:
+        size = min(len(secret), width)
+        for i in range(len(secret) - size + 1):
+            start = text.find(secret[i : i + size])
+            while start != -1:
+                found.append((start, start + size))
+                start = text.find(secret[i : i + size], start + 1)
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(found):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def test_a_text_without_a_piece_of_a_secret_is_searched_for_the_pieces_only_and_spans_stay_exact():
+    """Redaction looks for a secret's 4-character pieces first (a trace or a log line that holds no secret needs no
+    more than those), and still finds every run of 8+ of its characters: the same spans as searching every window."""
+    import random
+
+    from assistant_framework import redaction
+
+    token = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
+    assert list(redaction._window_starts("a trace of 2026-12-04 with no key in it", token, 8)) == []
+    rng = random.Random(7)
+    for _ in range(2000):
+        secrets = ["".join(rng.choice("abAB12:-") for _ in range(rng.randint(1, 30))) for _ in range(rng.randint(1, 3))]
+        pieces = [rng.choice(secrets)[rng.randint(0, 10) :][: rng.randint(0, 14)] for _ in range(rng.randint(0, 6))]
+        text = "".join(rng.choice(["x", " ", "1", *pieces]) for _ in range(rng.randint(0, 30)))
+        assert redaction.secret_spans(text, secrets) == _spans_of_every_window(text, secrets), (text, secrets)

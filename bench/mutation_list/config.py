@@ -92,6 +92,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # -- redaction of echoed secrets (redaction.py) ----------------------------------------------------
     Mutation(
+        "redaction-piece-before-the-window",
+        f"{AF}/redaction.py",
+        "return [i for i in range(len(secret) - width + 1) if -(-i // step) * step in present]",
+        "return [i for i in range(len(secret) - width + 1) if i // step * step in present]",
+        "a run of a key whose first piece starts before it is not redacted when that piece is not in the text",
+        REDACTION,
+    ),
+    Mutation(
         "redaction-whole-secrets-only",
         f"{AF}/redaction.py",
         "width = len(secret) if len(secret) < min_run else min_run",
