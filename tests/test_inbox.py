@@ -344,3 +344,17 @@ def test_a_damaged_item_file_is_moved_aside_with_one_warning_and_the_rest_is_kep
     caplog.clear()
     assert [i.item_id for i in Inbox(ws).pending()] == [good.item_id]
     assert caplog.records == []  # not read (nor reported) again at the next start
+
+
+def test_an_item_is_one_json_line_with_its_text_as_sent(tmp_path):
+    """The item file is written before the message's turn starts: one line of JSON (the C encoder; indented, Python's
+    own took several times as long), the text kept readable as sent, read back whole after a restart."""
+    ws = Workspace(tmp_path)
+    payload = {"message": {"text": "Grüße, wie geht's?", "chat": {"id": 5}, "entities": [{"type": "bold"}]}}
+    item = Inbox(ws).accept("102", "tg:5", payload)
+    assert item is not None
+    (rel,) = ws.list("state/inbox/pending/**/*.json")
+    text = ws.read_text(rel)
+    assert text.count("\n") == 1 and text.endswith("}\n") and "Grüße" in text
+    (again,) = Inbox(ws).pending()
+    assert (again.item_id, again.payload) == (item.item_id, payload)

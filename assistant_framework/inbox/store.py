@@ -97,7 +97,8 @@ class Inbox:
                         results.append(None)
                         continue
                     item = self._new_item(source_id, conversation_id, payload, fingerprint)
-                    text = json.dumps(item.to_json(), indent=2, ensure_ascii=False) + "\n"
+                    # One line: the C encoder (indented, Python's own encoder took 0.09 ms a message before its turn).
+                    text = json.dumps(item.to_json(), ensure_ascii=False) + "\n"
                     self.ws.write_text(item_rel(item.item_id), text, durable=False)
                     fresh.append(item)
                     results.append(item)

@@ -31,6 +31,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         INBOX,
     ),
     Mutation(
+        "inbox-item-indented",
+        f"{AF}/inbox/store.py",
+        'text = json.dumps(item.to_json(), ensure_ascii=False) + "\\n"',
+        'text = json.dumps(item.to_json(), indent=2, ensure_ascii=False) + "\\n"',
+        "each message's inbox item is encoded by Python's slower JSON encoder before its turn starts",
+        INBOX,
+    ),
+    Mutation(
         "inbox-compaction-drops-pending",
         f"{AF}/inbox/seen.py",
         "newest = set(list(self._seen)[-SEEN_KEEP:]) | {item.source_id for item in self._pending()}",
