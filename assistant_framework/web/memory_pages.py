@@ -37,7 +37,7 @@ def hit_link(hit: MemoryHit) -> str:
     path = hit.path or ""
     parts = path.split("/")
     if len(parts) == 3 and parts[0] == "conversations" and parts[2].endswith(".jsonl"):
-        return f"/conversations/{quote(parts[1])}/{parts[2][:-6]}#{anchor(hit.ref or '')}"
+        return day_link(parts[1], parts[2][:-6], hit.ref or "")
     at = anchor(hit.ref or "")
     start = window.page_of(_row_index(at))
     return "/file?" + urlencode({"path": path, **({"from": start} if start else {})}) + f"#{at}"
@@ -68,7 +68,16 @@ def hit_body(hit: MemoryHit) -> HitBody:
 def turn_link(ref: object) -> str | None:
     """The conversation day of a turn id ``<chat>:<YYYY-MM-DD>:<n>`` (where an extracted fact came from)."""
     match = re.fullmatch(r"([^/:]+):(\d{4}-\d{2}-\d{2}):\d+", str(ref or ""))
-    return f"/conversations/{quote(match.group(1))}/{match.group(2)}#{anchor(str(ref))}" if match else None
+    return day_link(match.group(1), match.group(2), str(ref)) if match else None
+
+
+def day_link(chat: str, day: str, turn_id: str) -> str:
+    """A conversation day at a turn, on the page that holds it: a turn id ends in its line's number in the
+    day's log (memory/log.py)."""
+    number = re.fullmatch(r".*:(\d{1,9})", turn_id)
+    start = window.page_of(int(number.group(1)) - 1, window.TURNS) if number else 0
+    query = f"?from={start}" if start else ""
+    return f"/conversations/{quote(chat)}/{day}{query}#{anchor(turn_id)}"
 
 
 class MemoryHandler(BaseHandler):

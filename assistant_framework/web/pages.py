@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import tornado.web
 
 from ..collectors.outcome import outcome_dict
-from . import charts, views
+from . import charts, views, window
 from .auth import COOKIE_NAME
 from .base import BaseHandler, WebState
 from .memory_pages import anchor
@@ -67,7 +67,17 @@ class ConversationDayHandler(BaseHandler):
             return
         chats = await self.off_loop("files", views.conversations, workspace)
         days: list[str] = next((c["days"] for c in chats if c["id"] == chat), [])
-        self.page("conversation.html", title=f"{chat} {day}", chat=chat, day=day, turns=turns, days=days, anchor=anchor)
+        shown = window.window(turns, self.int_argument("from", 0, 0, 10**9), window.TURNS)
+        self.page(
+            "conversation.html",
+            title=f"{chat} {day}",
+            chat=chat,
+            day=day,
+            turns=shown,
+            days=days,
+            anchor=anchor,
+            cut=lambda text: window.cut(text, window.TURN_CHARS),
+        )
 
 
 class TracesHandler(BaseHandler):

@@ -14,10 +14,14 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-#: The most rows (lines, records, turns) one page shows.
+#: The most rows (lines, records) one page shows.
 ROWS = 2000
 #: The most characters of one row shown; the rest is named by its count.
 ROW_CHARS = 4000
+#: A conversation day's turns a page shows, and characters of a turn (the web chat's bound on a message: a
+#: mail's body can be longer).
+TURNS = 200
+TURN_CHARS = 16_000
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class Window(Generic[T]):
     first: int
     rows: Sequence[T]
     total: int
+    size: int = ROWS
 
     @property
     def whole(self) -> bool:
@@ -35,7 +40,7 @@ class Window(Generic[T]):
     @property
     def earlier(self) -> int | None:
         """``from=`` of the page before, None on the first."""
-        return max(0, self.first - ROWS) if self.first > 0 else None
+        return max(0, self.first - self.size) if self.first > 0 else None
 
     @property
     def later(self) -> int | None:
@@ -44,18 +49,18 @@ class Window(Generic[T]):
         return end if end < self.total else None
 
 
-def window(rows: Sequence[T], start: int = 0) -> Window[T]:
+def window(rows: Sequence[T], start: int = 0, size: int = ROWS) -> Window[T]:
     """The page of ``rows`` that starts at index ``start`` (the last page when ``start`` is past the end)."""
-    first = max(0, min(start, (max(len(rows), 1) - 1) // ROWS * ROWS))
-    return Window(first, rows[first : first + ROWS], len(rows))
+    first = max(0, min(start, (max(len(rows), 1) - 1) // size * size))
+    return Window(first, rows[first : first + size], len(rows), size)
 
 
-def page_of(index: int) -> int:
+def page_of(index: int, size: int = ROWS) -> int:
     """``from=`` of the page that holds the row at ``index`` (0 for the first page: the address needs none)."""
-    return max(0, index) // ROWS * ROWS
+    return max(0, index) // size * size
 
 
-def cut(text: object) -> tuple[str, int]:
+def cut(text: object, chars: int = ROW_CHARS) -> tuple[str, int]:
     """A row's text as shown, and how many characters were left out."""
     whole = "" if text is None else str(text)
-    return whole[:ROW_CHARS], max(0, len(whole) - ROW_CHARS)
+    return whole[:chars], max(0, len(whole) - chars)

@@ -290,9 +290,25 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "web-file-page-unbounded",
         f"{AF}/web/window.py",
-        "return Window(first, rows[first : first + ROWS], len(rows))",
-        "return Window(first, rows[first:], len(rows))",
+        "return Window(first, rows[first : first + size], len(rows), size)",
+        "return Window(first, rows[first:], len(rows), size)",
         "a file page shows every line of the file: a 20 MB note made a 41 MB page Chromium took 104 s to load",
+        ("test_web_long_files.py",),
+    ),
+    Mutation(
+        "web-conversation-day-unbounded",
+        f"{AF}/web/pages.py",
+        'shown = window.window(turns, self.int_argument("from", 0, 0, 10**9), window.TURNS)',
+        'shown = window.window(turns, 0, max(1, len(turns)))',
+        "a conversation day's page shows every turn: 20,000 turns made a 22 MB page",
+        ("test_web_long_files.py",),
+    ),
+    Mutation(
+        "web-turn-link-first-page",
+        f"{AF}/web/memory_pages.py",
+        "start = window.page_of(int(number.group(1)) - 1, window.TURNS) if number else 0",
+        "start = 0",
+        "a search hit or a fact's source on a long day opens the day's first page, without the turn",
         ("test_web_long_files.py",),
     ),
 )
