@@ -299,7 +299,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "web-conversation-day-unbounded",
         f"{AF}/web/pages.py",
         'shown = window.window(turns, self.int_argument("from", 0, 0, 10**9), window.TURNS)',
-        'shown = window.window(turns, 0, max(1, len(turns)))',
+        "shown = window.window(turns, 0, max(1, len(turns)))",
         "a conversation day's page shows every turn: 20,000 turns made a 22 MB page",
         ("test_web_long_files.py",),
     ),
