@@ -78,7 +78,11 @@ def html_to_text(html: str, links: bool = True) -> str:
     """Visible text of an HTML fragment: block tags become line breaks, links keep their URL (unless ``links``
     is false)."""
     parser = _TextParser(links)
-    parser.feed(html)
+    parser.feed(html)  # stops at the first tag, comment or declaration that is not finished before the end
+    if parser.rawdata.startswith("<"):
+        # Unfinished, it runs to the end and shows nothing (HTML5; Python's parser from 3.12.11 and 3.13.4). Before
+        # that, close() went on through the rest in time quadratic in it: 160 KB of "<a" took 38 s of a thread.
+        parser.rawdata = ""
     parser.close()
     text = "".join(parser.parts).replace("\xa0", " ")
     lines = [" ".join(line.split()) for line in text.splitlines()]

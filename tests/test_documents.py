@@ -197,6 +197,23 @@ def test_a_word_file_sent_on_signal_goes_into_the_turn(start, daemon, chat_serve
     assert any(p.endswith("minutes.docx.text.md") for p in workspace.list("inbox/**/*"))
 
 
+def test_an_html_file_whose_last_tag_never_ends_is_read_at_once_on_signal(start, daemon, chat_server, workspace):
+    """An HTML file read in the bot's own thread: its text, then 200 KB of a start tag that is never finished. The
+    rest shows nothing and the turn goes on at once (Python 3.11's parser took minutes of the bot's CPU for it)."""
+    from tests.signal_harness import OWNER as SIGNAL_OWNER
+
+    start()
+    chat_server.enqueue('{"reply": "Read it."}')
+    page = daemon.add_attachment(
+        b"<html><body><p>The heron nests by the lake.</p>" + b"<a" * 100_000, "text/html", filename="page.html"
+    )
+    daemon.message(SIGNAL_OWNER, "what does the page say?", attachments=[page])
+    [sent] = daemon.wait_sent(1, timeout=10)
+    assert sent["message"] == "Read it."
+    turn = chat_server.chat_requests[0]["messages"][-1]["content"]
+    assert "[Document text] 28 characters" in turn and "The heron nests by the lake." in turn and "<a<a" not in turn
+
+
 def test_the_documents_section_sets_the_bounds(workspace, bot_config):
     """``documents.prompt_chars`` and ``documents.max_mb`` as configured (config/README.md)."""
     from assistant_framework.config.settings import Settings

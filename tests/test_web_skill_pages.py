@@ -3,6 +3,8 @@ charsets declared only in the page, legacy encodings, tables, optional tags, slo
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from assistant_framework.skills import SkillContext, SkillManager
@@ -189,3 +191,20 @@ def test_a_feed_link_reads_as_its_entries(workspace, site, kind):
     assert (
         "<loc>https://example.org/a</loc>" in fetch(workspace, site.url("/sitemap.xml")).value["text"]
     )  # not a feed: as is
+
+
+@pytest.mark.parametrize(
+    "rest",
+    ["<a" * 100_000, "<!--x>" * 60_000, "</a" * 100_000],
+    ids=["a-start-tag-never-finished", "comments-never-closed", "end-tags-never-finished"],
+)
+def test_a_page_whose_last_tag_never_ends_is_read_at_once(workspace, site, rest):
+    """After the text, a tag, comment or end tag that is never finished, repeated: it shows nothing and the page is
+    read at once (Python 3.11's parser read such a rest in time quadratic in it: 200 KB took a minute of CPU, the
+    skill's thread running on after its timeout; fixed in Python 3.12.11 and 3.13.4, not in 3.11)."""
+    site.add("/page", f"<p>The heron nests by the lake.</p>{rest}".encode(), content_type="text/html")
+    started = time.monotonic()
+    result = fetch(workspace, site.url("/page"))
+    assert result.ok, result.error
+    assert result.value["text"] == "The heron nests by the lake."
+    assert time.monotonic() - started < 5

@@ -64,6 +64,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_documents.py",),
     ),
     Mutation(
+        "html-unfinished-rest-read",
+        f"{AF}/html_text.py",
+        '    if parser.rawdata.startswith("<"):',
+        "    if False:",
+        "a page, mail or HTML file ending in 200 KB of an unfinished tag takes a minute of CPU on Python 3.11",
+        ("test_web_skill_pages.py", "test_documents.py"),
+    ),
+    Mutation(
         "documents-time-unbounded",
         "assistant_framework/media/documents.py",
         "            timeout=limits.timeout_seconds,",
