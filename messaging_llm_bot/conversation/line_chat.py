@@ -5,7 +5,7 @@ cannot store it; a question of an ``ask`` call is shown as a block and answered 
 (``asked``, ``answer_question``); ``stop_until`` stops the answer until the lines sent before are answered, and
 ``leave_now`` cuts the running turn off (its message stays in the inbox). A reply is shown whole and once (the
 ledger); a job run's, a notice's or a reminder's only while a person reads the chat and it is not leaving.
-The channel gives how a block is shown (``say``) and its turns' own parts."""
+The channel gives how a block is shown (``say``), a note beside them (``note``) and its turns' own parts."""
 
 from __future__ import annotations
 
