@@ -528,4 +528,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a call too long for the question is asked with its arguments cut, the hidden part confirmed unseen",
         ("test_mail_skill.py",),
     ),
+    Mutation(
+        "llm-stream-unbounded",
+        f"{BOT}/llm/answer.py",
+        "        if total > max_bytes:",
+        "        if False:",
+        "a model server's endless stream or endless line is kept whole: gigabytes in the bot before the deadline",
+        ("test_hostile_model.py",),
+    ),
 )

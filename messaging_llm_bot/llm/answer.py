@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import requests
 import urllib3
 
-from assistant_framework.http_deadline import BodyTooLarge, read_body
+from assistant_framework.http_deadline import READ_SIZE, BodyTooLarge, read_body
 from assistant_framework.http_deadline import DeadlineExceeded as HTTPDeadlineExceeded
 from messaging_llm_bot.llm.deadline import (
     CallDeadline,
@@ -29,7 +29,8 @@ from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse
 from messaging_llm_bot.llm.usage import Usage, message_reasoning, parse_usage, split_think, visible_stream_text
 from messaging_llm_bot.llm.wire import JsonObject
 
-#: An answer that is not streamed and is larger than this is refused (a chat answer is far smaller).
+#: An answer larger than this is refused, streamed or not (a chat answer is far smaller; a stream's events
+#: carry a few hundred bytes a token, so a long reasoning answer still fits).
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
 #: How much of an error answer's body is read for its message.
 MAX_ERROR_BYTES = 64 * 1024
@@ -112,6 +113,29 @@ def read_json(response: requests.Response, runner: RunnerConfig, deadline: CallD
     return raw
 
 
+def stream_lines(response: requests.Response, max_bytes: int = MAX_ANSWER_BYTES) -> Iterator[str]:
+    """The lines of a streamed body as they arrive (one socket read at a time, decompressed at most
+    ``READ_SIZE`` at a time), ``max_bytes`` at most in all, one line included: past that ``BodyTooLarge``.
+    ``iter_lines`` kept every byte of an endless stream or line (a hostile server's gigabytes)."""
+    raw = response.raw
+    read = getattr(raw, "read1", None) or raw.read
+    pending: list[bytes] = []  # the start of a line not ended yet, in pieces (joining each piece costs a square)
+    total = 0
+    while chunk := read(READ_SIZE, decode_content=True):
+        total += len(chunk)
+        if total > max_bytes:
+            raise BodyTooLarge(max_bytes)
+        if b"\n" not in chunk and b"\r" not in chunk:
+            pending.append(chunk)
+            continue
+        lines = (b"".join(pending) + chunk).splitlines()
+        pending = [] if chunk.endswith((b"\n", b"\r")) else [lines.pop()]
+        # Decode bytes ourselves: requests assumes ISO-8859-1 for text/* without a charset.
+        yield from (line.decode("utf-8", errors="replace") for line in lines)
+    if pending:
+        yield b"".join(pending).decode("utf-8", errors="replace")
+
+
 def read_stream(
     response: requests.Response,
     runner: RunnerConfig,
@@ -122,8 +146,7 @@ def read_stream(
     assembler = StreamAssembler()
     done = [False]
     shown = ""
-    # Decode bytes ourselves: requests assumes ISO-8859-1 for text/* without a charset.
-    lines: Iterator[str] = (b.decode("utf-8", errors="replace") for b in response.iter_lines(chunk_size=None))
+    lines = stream_lines(response)
     if deadline is not None:
         lines = deadline.lines(response, lines)
     try:
@@ -134,7 +157,9 @@ def read_stream(
                 if visible and visible != shown:
                     shown = visible
                     on_delta(visible)
-    except (CallDeadlineExceeded, requests.RequestException) as exc:
+    except BodyTooLarge:
+        raise bad_answer(runner, f"the answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MB") from None
+    except (CallDeadlineExceeded, requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
         if deadline is not None and deadline.expired:
             raise LLMError(
                 "timeout",

@@ -79,6 +79,9 @@ embeddings (a handler result `{"trickle": ...}` keeps the default vectors), on t
 (`set_transcription({"text": ..., "trickle": ...})`) and on `GET /v1/models` (`models_trickle`).
 A streamed reply with `framing="close"` is an event stream without chunking that ends when the
 connection closes.
+`flood`: `{"what": "content" | "reasoning" | "line", "for": s}` after the chunks sends a hostile stream as fast
+as the client reads it, for at most `for` seconds (then it ends without finishing): 64 KB content (or
+reasoning) deltas, or one line that never ends (`data: {"choices": ...` and then only letters).
 `streams_cut` counts streamed answers the client hung up on before their end (a real server
 notices the same and stops generating).
 `tools_supported=False` answers any request carrying `tools` with HTTP 400 naming `tools`.
@@ -360,6 +363,8 @@ class _Handler(FakeHandler):
             self._event(delta({"content": piece}))
             if spec.get("chunk_delay"):
                 time.sleep(float(spec["chunk_delay"]))
+        if spec.get("flood"):
+            self._flood(spec["flood"], delta)
         if spec.get("keepalive_every"):
             until = time.monotonic() + float(spec.get("keepalive_for", 0))
             while time.monotonic() < until:
@@ -378,6 +383,19 @@ class _Handler(FakeHandler):
             self._event({**base, "choices": [], "usage": usage})
         self.send_chunk(b"data: [DONE]\n\n")
         self.send_chunk(b"")
+
+    def _flood(self, flood: dict, delta: Callable[[dict], dict]) -> None:
+        """A hostile stream for at most ``flood["for"]`` seconds (a bound for the test, not for the client)."""
+        what = flood.get("what", "content")
+        if what == "line":
+            self.send_chunk(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+            piece = b"y" * 65536
+        else:
+            field = "reasoning_content" if what == "reasoning" else "content"
+            piece = b"data: " + json.dumps(delta({field: "x" * 65536})).encode("utf-8") + b"\n\n"
+        until = time.monotonic() + float(flood.get("for", 10))
+        while time.monotonic() < until:
+            self.send_chunk(piece)
 
     def _embeddings(self, request: dict) -> None:
         fake = self.server.fake

@@ -1,0 +1,71 @@
+"""A model server that is hostile or broken, through the real bot: it floods a stream (endless deltas, endless
+reasoning, one line that never ends), answers with thousands of tool calls. Each costs the user one sentence within
+the runner's deadline, the bot stays up and small and answers the next message, and the key is nowhere."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.crash_bot import BotProcess, write_bot_config
+from tests.fakes.chat_server import FakeChatServer
+from tests.telegram_harness import OWNER, all_bot_texts, texts
+
+KEY = "sk-hostile-test-key-0123456789"
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory (VmHWM) in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc status")
+
+
+@pytest.fixture
+def keyed_server():
+    """The fake model server that wants the runner's key, as a hosted API does."""
+    with FakeChatServer(api_key=KEY) as server:
+        yield server
+
+
+@pytest.mark.parametrize("what", ["content", "reasoning", "line"])
+def test_a_flooding_stream_is_cut_at_its_size_and_the_bot_process_stays_small(
+    fake, keyed_server, bot_config, workspace, tmp_path, what
+):
+    """64 KB deltas as fast as the bot reads them (about 1 GB a second here), or one line that never ends: the bot
+    kept all of it (4-5 GB in 8 s, measured) and told the user of a timeout long after the deadline. Now the
+    answer is cut at 32 MB in one sentence, the process stays far below that many times over."""
+    config = dict(bot_config)
+    config["llm"] = {
+        **config["llm"],
+        "runners": [
+            {**config["llm"]["runners"][0], "base_url": keyed_server.base_url, "api_key": KEY, "timeout_seconds": 6}
+        ],
+    }
+    path = write_bot_config(tmp_path / "config.json", config, fake, telegram={"stream": True})
+    keyed_server.enqueue({"content": "", "flood": {"what": what, "for": 8}})
+    with BotProcess(path, workspace.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        assert bot.proc is not None
+        sent = time.monotonic()
+        fake.send_message("hello?", user_id=OWNER)
+        fake.wait_for(lambda: any("model server" in t for t in texts(fake)), timeout=20)
+        took = time.monotonic() - sent
+        peak = _peak_rss_mb(bot.proc.pid)
+        reply = texts(fake)[-1]
+        assert keyed_server.chat_requests[0]["stream"] is True
+        # Content deltas are shown as they come: the bot reads them slower than the server sends, so the runner's
+        # 6 s may pass before 32 MB have arrived; either sentence, within the deadline.
+        cut = "larger than 32 MB" in reply or (what == "content" and "not finished within 6 s" in reply)
+        assert cut and len(reply) < 300, reply
+        assert took < 6 + 3, f"the user was told after {took:.1f} s"
+        assert peak < 400, f"the bot's peak memory was {peak:.0f} MB"
+        keyed_server.enqueue('{"reply": "fine now"}')
+        fake.send_message("and now?", user_id=OWNER)
+        fake.wait_for(lambda: texts(fake)[-1] == "fine now", timeout=20)
+        log = bot.run_log()
+        assert "Traceback" not in log and KEY not in log
+    assert not any(KEY in t for t in all_bot_texts(fake))
