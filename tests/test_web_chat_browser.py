@@ -40,6 +40,8 @@ READY = "webchat: the Chat page answers"
 STREAMED = ['{"reply": "The answer ', "grows ", "word ", "by ", "word ", "on ", "the ", 'page."}']
 
 
+#: A file name that shows as "invoice_exe.pdf" but is "invoice_fdp.exe": a right-to-left override in it.
+SPOOFED = "invoice_\u202efdp.exe"
 SLOW_ASKED: list[str] = []
 #: Set by test_1 once the page showed part of the answer: the stream's last piece waits for it (at most 20 s),
 #: so the answer is seen growing however fast or slow the machine is, and no sooner than it is seen.
@@ -65,6 +67,8 @@ def model(request: dict) -> Any:
         return json.dumps({"reply": "after the call: " + last.split("\n")[0]})
     if last.startswith("[Attachment]"):
         return json.dumps({"reply": "I see your picture."})
+    if last.startswith("send the invoice"):
+        return json.dumps({"skill": "send_file", "args": {"path": f"notes/{SPOOFED}", "caption": ""}})
     if last.startswith("send me the note"):
         return json.dumps({"skill": "send_file", "args": {"path": "notes/frompage.md", "caption": "your note"}})
     if last.startswith("save a note"):
@@ -337,6 +341,37 @@ def test_3b_a_picture_in_and_a_file_out(bot, browser, tmp_path: Path, request: p
     assert got.status_code == 200 and got.content == b"kept"
     assert got.headers["Content-Disposition"].startswith("attachment")
     assert client.get("/chat/file/99999").status_code == 404
+    assert severe(browser) == []
+
+
+def test_3c_a_file_name_with_a_direction_character_is_shown_without_it(
+    bot, browser, request: pytest.FixtureRequest
+) -> None:
+    after(test_1_a_message_gets_its_answer_streamed_in, bot, browser)
+    (bot.workspace / "notes").mkdir(exist_ok=True)
+    (bot.workspace / "notes" / SPOOFED).write_bytes(b"MZ not an invoice")
+    send(browser, "send the invoice")
+
+    def sent_file(d):
+        for question in d.find_elements(By.CSS_SELECTOR, "#messages li.ask button"):  # after outside content it asks
+            if question.text == "Yes" and question.is_enabled():
+                question.click()
+        return [a for a in d.find_elements(By.CSS_SELECTOR, "#messages li.assistant a.file") if "invoice" in a.text]
+
+    link = until(browser, sent_file, "the file sent to the page")[0]
+    # The page shows the name as the download names it: the override would show "invoice_exe.pdf".
+    assert link.text == "⬇ invoice__fdp.exe"
+    # The owner's own upload of such a file is shown without it too.
+    client, token = signed_in(bot, request)
+    upload = client.post(
+        "/chat/upload",
+        params={"id": "f" * 16, "name": "photo_\u202egnp.exe"},
+        content=b"MZ",
+        headers={"X-XSRFToken": token},
+    )
+    assert upload.status_code == 202 and upload.json()["message"]["file"]["name"] == "photo__gnp.exe"
+    shown = [(m["text"], (m.get("file") or {}).get("name", "")) for m in client.get("/chat/history").json()["messages"]]
+    assert not [pair for pair in shown if "\u202e" in "".join(pair)]
     assert severe(browser) == []
 
 

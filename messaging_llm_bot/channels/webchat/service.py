@@ -30,7 +30,7 @@ from messaging_llm_bot.conversation.approvals import (
     offers_conversation,
     question_text,
 )
-from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
+from messaging_llm_bot.conversation.attachments import SavedFile, sanitize_name, save_bytes
 from messaging_llm_bot.conversation.commands import NOTHING_TO_STOP_TEXT, STOPPING_TEXT, run_command
 from messaging_llm_bot.conversation.images import files_input
 from messaging_llm_bot.conversation.owner_chat import OwnerChatService, OwnerChatTurns
@@ -120,11 +120,13 @@ class WebChatService(OwnerChatService):
         if upload is not None:
             saved = await asyncio.to_thread(self._save, upload, text)
             payload["files"] = [saved.to_json()]
-            ref = FileRef(rel=saved.rel_path, name=upload.name, mime=upload.mime, photo=saved.kind == "photo")
+            # Named as saved (sanitize_name): a direction character showed "invoice_exe.pdf" for "invoice_fdp.exe".
+            name = sanitize_name(upload.name)
+            ref = FileRef(rel=saved.rel_path, name=name, mime=upload.mime, photo=saved.kind == "photo")
         item = await asyncio.to_thread(inbox.accept, source, CONVERSATION, payload, text)
         if item is None:
             return None
-        shown = text or (upload.name if upload is not None else "")
+        shown = text or (ref["name"] if ref is not None else "")
         message, _ = await asyncio.to_thread(self.transcript.append, "owner", shown, f"in:{item.item_id}", 0, ref)
         self.hub.publish({"type": "message", "message": message.copy()})
         loop.call_soon_threadsafe(self.hand_on, item)
@@ -218,10 +220,10 @@ class WebChatTurns(OwnerChatTurns):
 
     async def show_file(self, item: InboxItem, one: FileToSend) -> str:
         """The ``send_file`` skill's file as a message of the assistant's (the page shows or offers it); its id."""
-        ref = FileRef(rel=one.rel, name=one.path.name, mime="", photo=one.photo)
+        ref = FileRef(rel=one.rel, name=sanitize_name(one.path.name), mime="", photo=one.photo)  # as take() names it
         key = f"file:{item.item_id}:{one.rel}"
         message, _ = await asyncio.to_thread(
-            self.service.transcript.append, "assistant", one.caption or one.path.name, key, 0, ref
+            self.service.transcript.append, "assistant", one.caption or ref["name"], key, 0, ref
         )
         self.service.hub.publish({"type": "message", "message": message.copy()})
         return str(message["id"])
