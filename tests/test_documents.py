@@ -214,6 +214,28 @@ def test_an_html_file_whose_last_tag_never_ends_is_read_at_once_on_signal(start,
     assert "[Document text] 28 characters" in turn and "The heron nests by the lake." in turn and "<a<a" not in turn
 
 
+@pytest.mark.subprocess  # the document reader's worker process
+def test_the_documents_of_one_message_share_one_time_bound_on_signal(start, daemon, chat_server, workspace):
+    """Four PDFs in one Signal message with a time bound no reader meets: the first is ended at the bound and the
+    three after it are not started, each named with the reason, so the message's documents take the bound once
+    (each took it in turn before: a message of ten files that each take 60 s held its turn ten minutes)."""
+    from tests.signal_harness import OWNER as SIGNAL_OWNER
+
+    start(patch=lambda config: config.update(documents={"timeout_seconds": 0.05}))
+    chat_server.enqueue('{"reply": "None could be read."}')
+    files = [
+        daemon.add_attachment(pdf_pages(pages=2, sentence_page=1), "application/pdf", filename=f"part-{n}.pdf")
+        for n in range(1, 5)
+    ]
+    daemon.message(SIGNAL_OWNER, "what do they say?", attachments=files)
+    [sent] = daemon.wait_sent(1, timeout=20)
+    assert sent["message"] == "None could be read."
+    turn = chat_server.chat_requests[0]["messages"][-1]["content"]
+    assert turn.count("Its text could not be read: reading it took longer than 0 seconds.") == 1
+    assert turn.count("the documents before it took the 0 seconds I read a message's documents in") == 3
+    assert not any(p.endswith(".text.md") for p in workspace.list("inbox/**/*"))
+
+
 def test_the_documents_section_sets_the_bounds(workspace, bot_config):
     """``documents.prompt_chars`` and ``documents.max_mb`` as configured (config/README.md)."""
     from assistant_framework.config.settings import Settings

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from assistant_framework.config.settings import DocumentSettings
@@ -64,6 +66,31 @@ def text_prompt(saved: SavedFile, read: DocumentText, origin: str = "") -> str:
             f'{{"action": "read", "path": "{read.text_path}", "offset": {read.rest_offset}}}]'
         )
     return "\n".join(lines)
+
+
+async def documents_prompts(
+    area: Workspace,
+    saved: Sequence[SavedFile],
+    index: DocumentIndex | None,
+    origin: str = "",
+    limits: DocumentSettings = DEFAULT_LIMITS,
+) -> dict[str, str | DocumentRefused]:
+    """The turn's text for each document among ``saved`` (by its path), read one after the other within one
+    ``limits.timeout_seconds`` for them all: a message of ten files that each take the bound must not hold its turn
+    ten times as long. A document left without time is named with that reason."""
+    found: dict[str, str | DocumentRefused] = {}
+    deadline = time.monotonic() + limits.timeout_seconds
+    for one in saved:
+        if not is_document(one):
+            continue
+        left = deadline - time.monotonic()
+        if left <= 0:
+            found[one.rel_path] = DocumentRefused(
+                f"the documents before it took the {limits.timeout_seconds:.0f} seconds I read a message's documents in"
+            )
+            continue
+        found[one.rel_path] = await document_prompt(area, one, index, origin, replace(limits, timeout_seconds=left))
+    return found
 
 
 async def document_prompt(

@@ -21,7 +21,7 @@ from assistant_framework.media.documents import DocumentRefused
 from assistant_framework.media.images import ImageRefused, PreparedImage, is_image_type, prepare_image_file
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.attachments import SavedFile, attachment_prompt
-from messaging_llm_bot.conversation.documents import DocumentIndex, document_prompt, is_document, refused_text
+from messaging_llm_bot.conversation.documents import DocumentIndex, documents_prompts, refused_text
 from messaging_llm_bot.llm.runners import vision_runner_names
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn, not at start-up
@@ -118,11 +118,8 @@ async def files_input(
     refused = [v for v in seen.values() if isinstance(v, str)]
     if refused and len(refused) == len(saved):
         return refused[0]  # every file was an image that cannot go (HEIC, too large)
-    documents: dict[str, str | DocumentRefused] = {}
-    for one in saved:
-        if one.rel_path not in seen and is_document(one):
-            limits = settings.documents
-            documents[one.rel_path] = await document_prompt(area, one, index, origin, limits)
+    unseen = [one for one in saved if one.rel_path not in seen]
+    documents = await documents_prompts(area, unseen, index, origin, settings.documents)
     only = documents.get(saved[0].rel_path) if len(saved) == 1 and not saved[0].caption else None
     if isinstance(only, DocumentRefused):
         # The one file, saved, its text unreadable, and nothing asked of it: one sentence, no model turn. With a
