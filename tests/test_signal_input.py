@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
+from assistant_framework.inbox import Inbox
 from messaging_llm_bot.conversation.item_turns import ItemTurns
 from tests.fakes.signal_daemon import RpcError
 from tests.signal_harness import OWNER, wait_for
@@ -74,6 +77,29 @@ def test_a_reply_that_signal_could_not_send_for_now_is_retried_not_dropped(
     sent = daemon.wait_sent(2)
     assert [s["message"] for s in sent] == ["the answer", "next"]
     wait_for(lambda: not list(workspace.root.glob("state/inbox/pending/*/*.json")), what="empty inbox")
+
+
+def test_a_reply_signal_keeps_refusing_is_logged_with_its_message_and_sent_once_after_a_restart(
+    start, daemon, chat_server, workspace, caplog, monkeypatch
+):
+    """signal-cli refusing every send for now: after the delivery's tries the log names the message the reply
+    answers and says it is kept; the next start sends it once from the ledger, the model asked once."""
+    monkeypatch.setattr(ItemTurns, "RETRY_FIRST_SECONDS", 0.05)
+    chat_server.enqueue('{"reply": "you will get this later"}')
+    bot = start()
+    daemon.send_errors.extend([RpcError(-5, "Failed to send message due to rate limiting")] * 1000)
+    with caplog.at_level(logging.ERROR, logger="messaging_llm_bot"):
+        daemon.message(OWNER, "important question")
+        wait_for(lambda: any("not delivered" in r.getMessage() for r in caplog.records), what="the held reply")
+    line = next(r.getMessage() for r in caplog.records if "not delivered" in r.getMessage())
+    assert "important question" in line and "resent at the next start" in line
+    bot.stop()
+    assert [item.reply for item in Inbox(workspace).pending()] == ["you will get this later"]
+    daemon.send_errors.clear()
+    start()
+    assert [sent["message"] for sent in daemon.wait_sent(1)] == ["you will get this later"]
+    assert len(chat_server.chat_requests) == 1  # sent from the ledger: the model is not asked again
+    wait_for(lambda: not Inbox(workspace).pending(), what="empty inbox")
 
 
 def test_a_sticker_gets_the_sentence_for_what_the_bot_takes_and_reaches_no_model(start, daemon, chat_server):

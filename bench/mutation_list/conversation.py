@@ -319,6 +319,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_signal.py",),
     ),
     Mutation(
+        "item-turns-held-reply-unnamed",
+        f"{BOT}/conversation/item_turns.py",
+        "                if tries == self.TRIES_BEFORE_HELD:",
+        "                if tries == -1:",
+        "a reply the platform keeps refusing is never named in the log with its message, nor said to be kept for the "
+        "next start (Telegram's undeliverable reply, Signal's)",
+        ("test_signal_input.py", "test_reliability_faults.py"),
+    ),
+    Mutation(
         "busy-failed-turn-completes-joined",
         f"{BOT}/conversation/busy.py",
         "            return [], [item for item, _ in self.offered]",

@@ -18,6 +18,7 @@ worth a later try (``send_failed``), its approver, a voice note's send.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater, is_notice_item
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.markup import fit_text
 from messaging_llm_bot.conversation.outgoing import Address, OutgoingFile, Sent, TextOut
 from messaging_llm_bot.conversation.progress import LiveMessage, Progress
 from messaging_llm_bot.conversation.turn import Received, TurnInput, TurnRequest
@@ -112,9 +115,14 @@ class ChatTurns(ItemTurns):
         """Where a conversation's replies go without a message to answer (a job run, a notice)."""
         raise NotImplementedError
 
-    def job_user(self, to: Address) -> int | str:
-        """Whose turn a job run in ``to`` is (the owner's)."""
+    def job_user(self, to: Address) -> int | str | None:
+        """Whose turn a job run in ``to`` is (the owner's); None when the channel has no owner now (dropped)."""
         return to.chat_id
+
+    def job_chat(self, to: Address) -> int | str | None:
+        """The chat of a job run in ``to`` as the agent's records name it (``TurnMessage.chat_id``); None: the
+        conversation's id."""
+        return None
 
     async def shows(self, item: InboxItem, msg: TurnMessage) -> Shows | None:
         """Typing, or the live message (``live_progress``), while the model works on ``msg``."""
@@ -329,9 +337,20 @@ class ChatTurns(ItemTurns):
         again later, unless the channel's ``DeliveryError`` says it is for good."""
         return DeliveryError(str(err), for_good=isinstance(err, DeliveryError) and err.for_good)
 
+    def said(self, item: InboxItem) -> str:
+        msg = None if is_notice_item(item) or is_job_item(item) else self.message(item)
+        if msg is None or not isinstance(msg.received, Received):
+            return ""
+        return fit_text(" ".join(msg.received.text.split()) or f"<{msg.received.kind}>", 60)
+
     async def answer_job(self, item: InboxItem) -> None:
-        """A job run answered once (``ItemTurns.run_job``) in its conversation, delivered like a reply."""
+        """A job run answered once (``ItemTurns.run_job``) in its conversation, delivered like a reply; dropped
+        when the channel has no owner now: a job is the owner's, no one else's turn."""
         to = self.address_of(item.conversation_id)
-        await self.run_job(
-            item, self.job_user(to), lambda text: self.deliver(item, to, text), lambda t: self.say(to, t)
-        )
+        user = self.job_user(to)
+        if user is None:
+            log.warning("jobs: %s cannot run (no owner chat); dropped", item.item_id)
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            return
+        deliver = functools.partial(self.deliver, item, to)
+        await self.run_job(item, user, deliver, functools.partial(self.say, to), self.job_chat(to))

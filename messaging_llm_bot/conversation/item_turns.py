@@ -67,6 +67,11 @@ class ItemTurns(ChannelTurns):
     #: The longest wait between two tries of a delivery (seconds), and the first.
     RETRY_MAX_SECONDS = RETRY_MAX_SECONDS
     RETRY_FIRST_SECONDS = 0.5
+    #: The tries of a delivery after which the log says, once, that its reply is held (``log_held``); a platform
+    #: whose sends retry on their own gives fewer.
+    TRIES_BEFORE_HELD = 4
+    #: The platform's name as a sentence says it ("Telegram refused it: ..."); "": the channel's.
+    PLATFORM = ""
 
     async def answer(self, item: InboxItem) -> None:
         """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
@@ -92,6 +97,23 @@ class ItemTurns(ChannelTurns):
     async def answer_job(self, item: InboxItem) -> None:
         """Answer a job run's item (mostly ``run_job`` with the channel's delivery)."""
         raise NotImplementedError
+
+    def said(self, item: InboxItem) -> str:
+        """The start of what ``item``'s message said, as the log names it; "" when it is no message."""
+        return ""
+
+    def log_held(self, item: InboxItem, err: SendLater) -> None:
+        """A reply the platform kept refusing after ``TRIES_BEFORE_HELD`` tries, named with its message."""
+        said = self.said(item)
+        log.error(
+            "%s: the reply of %s%s was not delivered: %s; it stays in the inbox, is tried again every %d s and "
+            "resent at the next start",
+            self.channel,
+            item.item_id,
+            f" ({said!r})" if said else "",
+            err,
+            self.RETRY_MAX_SECONDS,
+        )
 
     async def unreadable(self, item: InboxItem) -> None:
         """An item that holds no message of this channel (a foreign file): completed, never retried."""
@@ -177,15 +199,17 @@ class ItemTurns(ChannelTurns):
         tasks.spawn(chat, self.answer(stored), owner=True, exempt=True)
         return True
 
-    async def run_job(self, item: InboxItem, user_id: int | str, deliver: Deliver, tell: Tell) -> None:
-        """A job run's item answered once (conversation/job_answer.py) in its chat: ``deliver`` its reply,
-        ``tell`` the owner a paused job."""
+    async def run_job(
+        self, item: InboxItem, user_id: int | str, deliver: Deliver, tell: Tell, chat_id: int | str | None = None
+    ) -> None:
+        """A job run's item answered once (conversation/job_answer.py) in its chat (``chat_id`` as the agent's
+        records name it; None: the conversation's id): ``deliver`` its reply, ``tell`` the owner a paused job."""
         await answer_job_run(
             self.runtime,
             self.pool,
             self.inbox,
             item,
-            chat_id=item.conversation_id,
+            chat_id=item.conversation_id if chat_id is None else chat_id,
             user_id=user_id,
             deliver=deliver,
             tell=tell,
@@ -195,20 +219,27 @@ class ItemTurns(ChannelTurns):
         """The one delivery loop of chat turns, job runs and notices: ``attempt`` until the reply is out (True),
         given up after the platform refused it (True: sending again cannot help; a job run's refusal is raised
         as ``DeliveryRefused``, so the run is recorded failed with the platform's reason), or held (False); while
-        it cannot be sent it is tried again with backoff, said once in the log. False when stopping first: the
-        item stays in the inbox, its reply recorded, sent at the next start."""
+        it cannot be sent it is tried again with backoff, said once in the log, and once more with its message
+        after ``TRIES_BEFORE_HELD`` tries, from then on every ``RETRY_MAX_SECONDS``. False when stopping first:
+        the item stays in the inbox, its reply recorded, sent at the next start."""
         delay = self.RETRY_FIRST_SECONDS
         told = False
+        tries = 0
         while True:
             try:
                 return await attempt()
             except DeliveryError as err:
                 log.error("%s: the reply of %s to %s was refused: %s; giving up", self.channel, item.item_id, to, err)
                 if is_job_item(item):
-                    raise DeliveryRefused(f"{self.channel} refused it: {err}") from None
+                    raise DeliveryRefused(f"{self.PLATFORM or self.channel} refused it: {err}") from None
                 return True
             except SendLater as err:
-                if not (told or err.logged):
+                tries += 1
+                if tries == self.TRIES_BEFORE_HELD:
+                    self.log_held(item, err)
+                    told = True
+                    delay = self.RETRY_MAX_SECONDS  # the platform keeps refusing: no need to ask it often
+                elif not (told or err.logged):
                     told = True
                     log.warning(
                         "%s: the reply of %s cannot be sent for now: %s; retrying", self.channel, item.item_id, err

@@ -6,7 +6,6 @@ a job run's reply in the topic the job was made in.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -28,7 +27,6 @@ from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
     TelegramOut,
     address,
-    refused_for_good,
     topic_number,
 )
 from messaging_llm_bot.channels.telegram.settings import (
@@ -42,10 +40,7 @@ from messaging_llm_bot.channels.telegram.settings import (
 from messaging_llm_bot.conversation.albums import Albums
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.delivery import DeliveryError
-from messaging_llm_bot.conversation.job_answer import answer_job_run
-from messaging_llm_bot.conversation.markup import fit_text
 from messaging_llm_bot.conversation.media_in import files_saver, transcribe_file
-from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received, outside_name
 from messaging_llm_bot.conversation.voice import VoiceNote
@@ -63,6 +58,8 @@ class TelegramTurns(ChatTurns):
     SEND_ERRORS = (TelegramDeliveryError, TelegramError, DeliveryError)
     MAX_FILE_BYTES = CAPABILITIES.max_file_bytes
     VOICE_REPLIES = True
+    TRIES_BEFORE_HELD = 1  # each part is sent with retries of its own (send.py)
+    PLATFORM = "Telegram"
 
     def __init__(self, runtime: Runtime, inbox: Inbox, bot: telegram.Bot, approvals: TelegramApprovals) -> None:
         super().__init__(runtime, inbox, "telegram")
@@ -81,6 +78,17 @@ class TelegramTurns(ChatTurns):
         """``item`` answered with the rest of its album in one turn (``Albums.answer``)."""
         answer = super().answer
         await self.albums.answer(item, lambda: answer(item))
+
+    def address_of(self, conversation_id: str) -> Address:
+        """A job run's chat, in the topic the job was made in (``TelegramOut``: the General once it is gone)."""
+        chat_id = chat_of(conversation_id)
+        return address(chat_id, topic_in(conversation_id, chat_id))
+
+    def job_user(self, to: Address) -> int | None:
+        return self.settings.owner
+
+    def job_chat(self, to: Address) -> int:
+        return int(to.chat_id)
 
     def message(self, item: InboxItem) -> TurnMessage:
         fetched = item.received  # the update as fetched in this run, else decoded from what was stored
@@ -129,16 +137,7 @@ class TelegramTurns(ChatTurns):
     def send_failed(self, item: InboxItem, to: Address, err: Exception) -> bool:
         cause = err.cause if isinstance(err, TelegramDeliveryError) else err
         if isinstance(cause, NetworkError) and not isinstance(cause, BadRequest):
-            message = message_of(Update.de_json(item.payload, self.bot))
-            said = " ".join((message.text or message.caption or f"<{message_kind(message)}>").split())
-            log.error(
-                "telegram: the reply of %s (%r) was not delivered: %s; it stays in the inbox and is resent at the "
-                "next start",
-                item.item_id,
-                fit_text(said, 60),
-                err,
-            )
-            return False
+            return super().send_failed(item, to, err)  # tried again later (its parts retried already)
         raise DeliveryError(str(err)) from err
 
     def _received(self, message: telegram.Message, parts: Sequence[InboxItem], to: Address) -> Received:
@@ -173,32 +172,6 @@ class TelegramTurns(ChatTurns):
             InputFile(note.audio, filename=f"reply-{index + 1}.ogg"),
             duration=math.ceil(note.seconds) if note.seconds else None,
             message_thread_id=topic_number(to),
-        )
-
-    async def answer_job(self, item: InboxItem) -> None:
-        """A job run made and delivered (conversation/job_answer.py) in the owner's chat, in the topic the job was
-        made in (the chat's General once it is gone); left for the next look on a network error, a failed run
-        when Telegram refuses it for good."""
-        owner = self.settings.owner
-        if owner is None:
-            log.warning("jobs: %s cannot run (no owner chat); dropped", item.item_id)
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
-            return
-        chat_id = chat_of(item.conversation_id)
-
-        async def deliver(text: str) -> bool:
-            try:
-                await self.send_reply(item, address(chat_id, topic_in(item.conversation_id, chat_id)), text)
-            except TelegramDeliveryError as err:
-                if not refused_for_good(err.cause) and isinstance(err.cause, NetworkError):
-                    log.warning("jobs: %s not delivered yet (%s); it is sent again at the next look", item.item_id, err)
-                    return False  # stays in the inbox: the scheduler offers it again
-                raise DeliveryRefused(f"Telegram refused it: {err.cause}") from None
-            return True
-
-        tell = functools.partial(self.say, Address(str(owner)))  # a paused job, in the owner's chat (best effort)
-        await answer_job_run(
-            self.runtime, self.pool, self.inbox, item, chat_id=chat_id, user_id=owner, deliver=deliver, tell=tell
         )
 
 
