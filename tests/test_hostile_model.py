@@ -4,6 +4,7 @@ the runner's deadline, the bot stays up and small and answers the next message, 
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -69,3 +70,35 @@ def test_a_flooding_stream_is_cut_at_its_size_and_the_bot_process_stays_small(
         log = bot.run_log()
         assert "Traceback" not in log and KEY not in log
     assert not any(KEY in t for t in all_bot_texts(fake))
+
+
+def _note_calls(count: int) -> list[dict]:
+    """``count`` save_note calls, each to a note of its own (na, nb, ..., naa, ...)."""
+    return [{"name": "n" + "abcdefghij"[i % 10] * (1 + i // 10), "text": "x"} for i in range(count)]
+
+
+@pytest.mark.parametrize("transport", ["native", "json"])
+def test_an_answer_of_two_thousand_calls_runs_twenty_and_the_model_is_told(
+    fake, start_bot, chat_server, workspace, transport
+):
+    """A broken or hostile server's answer of 2,000 tool calls ran 2,000 skills (2,000 notes written, a 0.9 MB
+    next request); now the first 20 run, the model is told of the rest, and its answer reaches the user."""
+    start_bot(progress=False)
+    args = _note_calls(2000)
+    if transport == "native":
+        answer: dict | str = {
+            "tool_calls": [{"id": f"c{i}", "name": "save_note", "arguments": a} for i, a in enumerate(args)]
+        }
+    else:
+        calls = json.dumps({"calls": [{"skill": "save_note", "args": a} for a in args]})
+        answer = {"content": calls, "stream_chunks": [calls]}  # one piece: a word a delta costs the guard a square
+    chat_server.enqueue(answer, json.dumps({"reply": "done"}))
+    fake.send_message("save my notes", user_id=OWNER)
+    fake.wait_for_messages(OWNER, 1, timeout=30)
+    assert texts(fake)[0].startswith("done")
+    assert len(list((workspace.root / "notes").glob("*.md"))) == 20
+    told = json.dumps(chat_server.chat_requests[1]["messages"][-1])
+    assert "1980 more skill calls of your answer were not run: at most 20 run per answer" in told
+    chat_server.enqueue('{"reply": "fine now"}')
+    fake.send_message("and now?", user_id=OWNER)
+    fake.wait_for(lambda: texts(fake)[-1] == "fine now", timeout=20)

@@ -536,4 +536,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a model server's endless stream or endless line is kept whole: gigabytes in the bot before the deadline",
         ("test_hostile_model.py",),
     ),
+    Mutation(
+        "calls-per-answer-unbounded",
+        f"{BOT}/agent/rounds.py",
+        "calls, native_calls = parsed.calls[:MAX_CALLS_PER_ANSWER], native_calls[:MAX_CALLS_PER_ANSWER]",
+        "calls = parsed.calls",
+        "an answer of thousands of tool calls runs thousands of skills",
+        ("test_hostile_model.py",),
+    ),
 )

@@ -36,6 +36,7 @@ from messaging_llm_bot.protocol import (
     ParsedOutput,
     SkillCall,
     StreamGuard,
+    calls_left_out,
     final_answer_request,
     parse_model_output,
 )
@@ -43,6 +44,8 @@ from messaging_llm_bot.protocol import (
 log = logging.getLogger(__name__)
 
 EMPTY_REPLY = "The model returned an empty answer. Please try again or rephrase."
+#: The calls of one answer that run; the model is told of the rest (an answer of 2,000 calls ran 2,000 skills).
+MAX_CALLS_PER_ANSWER = 20
 
 
 def _joined(head: list[Message], rounds: list[Message]) -> Callable[[], list[Message]]:
@@ -161,11 +164,14 @@ class Rounds:
                 f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.",
                 True,
             )
-        feedbacks = self._run_calls(t, round_no, parsed.calls)
+        calls, native_calls = parsed.calls[:MAX_CALLS_PER_ANSWER], native_calls[:MAX_CALLS_PER_ANSWER]
+        feedbacks = self._run_calls(t, round_no, calls)
+        if len(parsed.calls) > len(calls):
+            feedbacks[-1] += "\n\n" + calls_left_out(len(parsed.calls) - len(calls), MAX_CALLS_PER_ANSWER)
         final = final_answer_request() if round_no == max_rounds else None
         t.messages.extend(asked)  # the choice and the arguments request stay: each request extends the last
         t.native.extend(asked)
-        add_round(t.messages, t.native, completion.text, native_calls, parsed.calls, feedbacks, final)
+        add_round(t.messages, t.native, completion.text, native_calls, calls, feedbacks, final)
         return None
 
     def _run_calls(self, t: _TurnSoFar, round_no: int, calls: list[SkillCall]) -> list[str]:

@@ -17,6 +17,7 @@ from messaging_llm_bot.protocol.lenient_json import CODE_FENCE_LANGS, loads_leni
 from messaging_llm_bot.protocol.messages import (
     PLACEHOLDER_REPLIES,
     args_request,
+    calls_left_out,
     choice_instructions,
     final_answer_request,
     format_skill_error,
@@ -50,6 +51,7 @@ __all__ = [
     "SkillCall",
     "StreamGuard",
     "args_request",
+    "calls_left_out",
     "choice_instructions",
     "final_answer_request",
     "format_skill_error",

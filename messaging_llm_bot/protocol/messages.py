@@ -137,6 +137,14 @@ def unknown_skill_hint(name: str, skill_names: Collection[str]) -> str:
     return "Available skills: " + ", ".join(sorted(skill_names)[:30])
 
 
+def calls_left_out(count: int, limit: int) -> str:
+    """Fed back after the calls of an answer that ran, when the answer held more than ``limit``."""
+    return (
+        f"{count} more skill calls of your answer were not run: at most {limit} run per answer. "
+        "Call again what is still needed, or answer the user."
+    )
+
+
 def final_answer_request() -> str:
     """Sent after max_skill_rounds: asks for a final answer without more skills."""
     return (
