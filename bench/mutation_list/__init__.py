@@ -54,6 +54,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("assistant_framework/traces", "memory"),
     ("assistant_framework/serve", "serve"),
     ("assistant_framework/media", "media"),
+    ("assistant_framework/html_text", "media"),  # the HTML reader of documents, pages and mails
     ("assistant_framework/hooks", "jobs"),
     ("assistant_framework/inbox", "memory"),
     ("assistant_framework/jobs", "jobs"),

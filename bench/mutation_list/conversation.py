@@ -57,6 +57,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_telegram_lifecycle.py",),
     ),
     Mutation(
+        "documents-time-per-file",
+        f"{BOT}/conversation/documents.py",
+        "        if left <= 0:",
+        "        if False:",
+        "each document of a message is read after the ones before used up the time: ten files, ten times the bound",
+        ("test_documents.py",),
+    ),
+    Mutation(
         "attachment-name-said-as-sent",
         f"{BOT}/conversation/media_in.py",
         "    name = sanitize_name(one.name)",

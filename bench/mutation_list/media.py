@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mutation_list.common import AF, BOT, IMAGES, Mutation
+from mutation_list.common import AF, IMAGES, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- images for the model (media/images.py) ---------------------------------------------------------
@@ -70,14 +70,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if False:",
         "a page, mail or HTML file ending in 200 KB of an unfinished tag takes a minute of CPU on Python 3.11",
         ("test_web_skill_pages.py", "test_documents.py"),
-    ),
-    Mutation(
-        "documents-time-per-file",
-        f"{BOT}/conversation/documents.py",
-        "        if left <= 0:",
-        "        if False:",
-        "each document of a message is read after the ones before used up the time: ten files, ten times the bound",
-        ("test_documents.py",),
     ),
     Mutation(
         "documents-time-unbounded",
