@@ -6,7 +6,8 @@ bound) and builds every part of an answer before anything counts them (a 30 MB a
 took 2 GB). Here a message is read in time linear in its size, one over ``MAX_MESSAGE_BYTES`` ends the
 connection (the connection restarts the server and says why, ``ServerOutput.refused``), and an answer's parts
 past ``MAX_PARTS`` are dropped before they are built (bounds.py, for both transports). Starting the process and
-stopping it are the SDK's own (its helpers), unchanged.
+stopping it are the SDK's own, unchanged: its module's private helpers (mcp 2.3), so an SDK that renames one fails
+tests/test_mcp_servers.py, which starts real servers through them, before a user sees it.
 """
 
 from __future__ import annotations
