@@ -250,6 +250,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # -- the protocol's tolerance and every call checked (issue 39.10, issue 40) ------------------------
     Mutation(
+        "sessions-cache-shared",
+        f"{BOT}/agent/sessions.py",
+        "    return [replace(s) for s in sessions]",
+        "    return sessions",
+        "a session list handed out is the cached one: a caller's change of it shows in /sessions and is written",
+        ("test_sessions.py",),
+    ),
+    Mutation(
         "sessions-resume-unknown-switches",
         f"{BOT}/agent/sessions.py",
         "return None  # not a session of this place: the active one stays",

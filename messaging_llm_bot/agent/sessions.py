@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
@@ -54,6 +54,12 @@ def first_words(text: str) -> str:
     return line if len(line) <= FIRST_WORDS_CHARS else line[: FIRST_WORDS_CHARS - 1] + "…"
 
 
+def _copies(sessions: list[Session]) -> list[Session]:
+    """Copies of ``sessions`` (their fields are numbers and strings: a shallow copy is a whole one). ``asdict``'s
+    deep copies cost 5 µs a session, three lists of up to 50 a turn."""
+    return [replace(s) for s in sessions]
+
+
 class Sessions:
     """The session lists of every place in a workspace (thread-safe; the agent's lock orders one place).
 
@@ -80,7 +86,7 @@ class Sessions:
         with self._lock:
             cached = self._cache.get(place)
         if cached is not None:
-            return cached[0], [Session(**asdict(s)) for s in cached[1]]
+            return cached[0], _copies(cached[1])
         try:
             data = self.workspace.read_json(self._file(place), default=None)
         except (ValueError, UnicodeDecodeError, OSError):
@@ -106,7 +112,7 @@ class Sessions:
         if not sessions:
             sessions = [Session(1, place)]
         with self._lock:
-            self._cache[place] = (active, [Session(**asdict(s)) for s in sessions])
+            self._cache[place] = (active, _copies(sessions))
         return active, sessions
 
     def _write(self, place: str, active: int, sessions: list[Session], durable: bool = True) -> None:
@@ -116,12 +122,13 @@ class Sessions:
         with self._writing:
             self._store(place, active, sessions, durable)
             with self._lock:
-                self._cache[place] = (active, [Session(**asdict(s)) for s in sessions])
+                self._cache[place] = (active, _copies(sessions))
 
     def _store(self, place: str, active: int, sessions: list[Session], durable: bool) -> None:
-        rows = [{k: v for k, v in asdict(s).items() if k != "conversation_id"} for s in sessions]
+        # A session a line, each by the C encoder (indented, Python's own encoder took 0.2 ms for 50 sessions).
+        rows = ",\n".join(json.dumps({k: v for k, v in vars(s).items() if k != "conversation_id"}) for s in sessions)
         self.workspace.write_text(
-            self._file(place), json.dumps({"active": active, "sessions": rows}, indent=1) + "\n", durable=durable
+            self._file(place), f'{{"active": {json.dumps(active)}, "sessions": [\n{rows}\n]}}\n', durable=durable
         )
 
     def _write_noted(self, place: str) -> None:
@@ -163,7 +170,7 @@ class Sessions:
             return
         sessions = sorted(sessions, key=lambda s: s.number)[-MAX_SESSIONS:]
         with self._lock:
-            self._cache[place] = (active, [Session(**asdict(s)) for s in sessions])
+            self._cache[place] = (active, _copies(sessions))
             if place in self._queued:
                 return  # the queued write takes this note too
             self._queued.add(place)
