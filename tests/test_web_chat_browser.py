@@ -40,6 +40,12 @@ READY = "webchat: the Chat page answers"
 STREAMED = ['{"reply": "The answer ', "grows ", "word ", "by ", "word ", "on ", "the ", 'page."}']
 
 
+#: A reply a model led by a page or a mail could write: an element the test looks for, scripts that would set the
+#: title, a ``javascript:`` link as HTML and as Markdown.
+MARKUP = (
+    "<b id=planted>X</b><img src=x onerror=\"document.title='RAN'\"><script>document.title='RAN'</script>"
+    "<a id=planted-link href=\"javascript:document.title='RAN'\">j</a> [link](javascript:document.title='RAN')"
+)
 #: A file name that shows as "invoice_exe.pdf" but is "invoice_fdp.exe": a right-to-left override in it.
 SPOOFED = "invoice_\u202efdp.exe"
 SLOW_ASKED: list[str] = []
@@ -63,6 +69,10 @@ def model(request: dict) -> Any:
         if len(SLOW_ASKED) == 1:
             return {"content": json.dumps({"reply": "too late"}), "delay": 60}
         return json.dumps({"reply": "answered now"})
+    if last.startswith("show markup"):  # a reply, and a file's caption (shown as the model wrote it)
+        return json.dumps({"skill": "send_file", "args": {"path": "notes/markup.txt", "caption": MARKUP}})
+    if last.startswith(("Result of skill", "Skill call")) and "markup.txt" in last:
+        return json.dumps({"reply": "sent " + MARKUP})
     if last.startswith(("Result of skill", "Skill call")):
         return json.dumps({"reply": "after the call: " + last.split("\n")[0]})
     if last.startswith("[Attachment]"):
@@ -373,6 +383,28 @@ def test_3c_a_file_name_with_a_direction_character_is_shown_without_it(
     shown = [(m["text"], (m.get("file") or {}).get("name", "")) for m in client.get("/chat/history").json()["messages"]]
     assert not [pair for pair in shown if "\u202e" in "".join(pair)]
     assert severe(browser) == []
+
+
+def test_3d_markup_in_a_reply_and_a_caption_is_shown_as_text(bot, browser) -> None:
+    after(test_1_a_message_gets_its_answer_streamed_in, bot, browser)
+    (bot.workspace / "notes").mkdir(exist_ok=True)
+    (bot.workspace / "notes" / "markup.txt").write_text("plain", encoding="utf-8")
+    send(browser, "show markup")
+
+    def caption_shown(d):
+        for question in d.find_elements(By.CSS_SELECTOR, "#messages li.ask button"):  # after outside content it asks
+            if question.text == "Yes" and question.is_enabled():
+                question.click()
+        return any("<b id=planted>" in t for t in texts(d, "#messages li.assistant"))
+
+    until(browser, caption_shown, "the caption as the model wrote it, as text")
+    until(browser, lambda d: any(t.startswith("sent ") for t in texts(d, "#messages li.assistant")), "the reply")
+    for _ in range(2):  # as it arrived, and from the history after a reload
+        assert not browser.find_elements(By.ID, "planted") and not browser.find_elements(By.ID, "planted-link")
+        assert "RAN" not in browser.title
+        assert not browser.find_elements(By.CSS_SELECTOR, "#messages li.assistant a:not(.file)")  # no link of it
+        browser.refresh()
+        until(browser, caption_shown, "the history")
 
 
 def test_4_a_sigkill_mid_turn_answers_the_message_once_after_the_restart(bot, request: pytest.FixtureRequest) -> None:

@@ -85,4 +85,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an uploaded file's name is shown with its direction characters",
         WEBCHAT,
     ),
+    Mutation(
+        "webchat-text-as-html",
+        f"{BOT}/channels/webchat/static/chat.js",
+        "    item.textContent = message.text;",
+        "    item.innerHTML = message.text;",
+        "the Chat page writes a message (a caption the model wrote) as HTML",
+        WEBCHAT,
+    ),
 )

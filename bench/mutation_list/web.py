@@ -311,4 +311,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a search hit or a fact's source on a long day opens the day's first page, without the turn",
         ("test_web_long_files.py",),
     ),
+    Mutation(
+        "web-page-autoescape-off",
+        f"{AF}/web/server.py",
+        'template_path=str(HERE / "templates"),',
+        'template_path=str(HERE / "templates"), autoescape=None,',
+        "the page's templates write a note's, a mail's or a model's markup as markup",
+        ("test_web_hostile_content.py",),
+    ),
 )
