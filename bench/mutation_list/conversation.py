@@ -516,4 +516,38 @@ MUTATIONS: tuple[Mutation, ...] = (
         "once the signal-cli daemon went away the bot never reads its events again",
         ("test_signal.py",),
     ),
+    Mutation(
+        "line-chat-stops-once",
+        f"{BOT}/conversation/line_chat.py",
+        "            while concurrent.futures.wait(pending, STOP_AGAIN_SECONDS).not_done:",
+        "            while False:",
+        "a /stop or Ctrl-C stops only the answer being written: a line sent before it, its turn not started yet, "
+        "is answered in full after it",
+        ("test_agent_stop.py",),
+    ),
+    Mutation(
+        "line-chat-reply-shown-again",
+        f"{BOT}/conversation/line_chat.py",
+        "        if await asyncio.to_thread(self.inbox.parts_sent, item.item_id) > 0:",
+        "        if False:",
+        "a job run's reply the terminal printed before a crash is printed again at the next start",
+        ("test_console_jobs.py",),
+    ),
+    Mutation(
+        "line-chat-joined-unsaid",
+        f"{BOT}/conversation/line_chat.py",
+        "        self.busy = BusyTurns(lambda _item: service.note(JOINED_TEXT))",
+        "        self.busy = BusyTurns()",
+        "a line typed while the terminal answers joins the answer without a word: the owner cannot tell it from one "
+        "that waits its turn",
+        KIT_CONSOLE_WEBCHAT,
+    ),
+    Mutation(
+        "terminal-sigterm-ignored",
+        f"{BOT}/conversation/shutdown.py",
+        "    previous = signal.signal(signal.SIGTERM, _terminated)",
+        "    previous = signal.getsignal(signal.SIGTERM)",
+        "SIGTERM (a service manager's stop, a closed terminal window) does not end the terminal chat cleanly",
+        ("test_reliability_console.py",),
+    ),
 )
