@@ -320,3 +320,17 @@ def test_8_another_site_making_the_browser_send_wrong_tokens_does_not_lock_the_o
     until(browser).until(lambda d: d.current_url == f"{site.base}/memory")
     assert wait_for_text(browser, "h1", "Memory").text == "Memory"
     console_errors(browser)
+
+
+def test_9_the_sign_in_link_never_leads_off_the_page(browser, site, other_site):
+    """The sign-in link drops its token by a redirect to the same address; an address whose path starts with
+    ``//`` (or ``/\\``, which the browser reads alike) made that redirect ``//host/...``: another site."""
+    other_site.add("/landing", "<h1>another site</h1>", content_type="text/html")
+    elsewhere = other_site.url("/landing").removeprefix("http:")
+    for path in (elsewhere, elsewhere.replace("//", "/\\", 1)):
+        browser.get(f"{site.base}/{path}?token={WEB_TOKEN}")
+        until(browser).until(lambda d: d.execute_script("return document.readyState") == "complete")
+        assert browser.current_url.startswith(f"{site.base}/"), browser.current_url
+        assert wait_for_text(browser, "h1", "404").text.startswith("404")  # signed in, on this page's 404
+    assert not other_site.requests_to("/landing")
+    console_errors(browser)

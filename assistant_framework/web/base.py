@@ -248,7 +248,9 @@ class BaseHandler(tornado.web.RequestHandler):
                 if k != "token"
                 for v in (x.decode("utf-8", "replace") for x in values)
             ]
-            self.redirect(self.request.path + (f"?{urlencode(rest)}" if rest else ""))
+            # To this site only: a path starting ``//`` (or ``/\\``, read alike) would be another host's address.
+            here = "/" + self.request.path.lstrip("/\\")
+            self.redirect(here + (f"?{urlencode(rest)}" if rest else ""))
             return
         if not self.public and self.current_user is None:
             raise tornado.web.HTTPError(401)

@@ -319,4 +319,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the page's templates write a note's, a mail's or a model's markup as markup",
         ("test_web_hostile_content.py",),
     ),
+    Mutation(
+        "web-sign-in-redirect-off-site",
+        f"{AF}/web/base.py",
+        'here = "/" + self.request.path.lstrip("/\\\\")',
+        "here = self.request.path",
+        "the sign-in link's redirect follows an address starting with // to another site",
+        ("test_web_browser.py",),
+    ),
 )
