@@ -143,6 +143,32 @@ def test_a_message_in_a_thread_is_answered_in_that_thread_as_its_own_conversatio
     assert len({f.split("/")[1] for f in folders}) == 2  # the room's conversation and the thread's
 
 
+def test_a_reminder_set_in_a_thread_arrives_in_that_thread(
+    matrix: MatrixWorld, start_matrix, chat_server, workspace
+) -> None:
+    """As a reminder set in a Telegram forum topic arrives in that topic (conversation/chat_turns.py's
+    ``send_to``); it went to the room's main timeline."""
+    from datetime import datetime, timedelta, timezone
+
+    from assistant_framework.stores.reminders import ReminderStore
+
+    room = matrix.direct_room()
+    chat_server.enqueue('{"reply": "noted"}')
+    start_matrix()
+    wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join")
+    root = matrix.owner.send(room, "the garden")
+    wait_until(lambda: _answers(matrix, room), timeout=20, what="the answer")
+    due = datetime.now(timezone.utc) - timedelta(seconds=5)  # due, not late (a late one says so)
+    ReminderStore(workspace).add(
+        f"mx:{room}", "water the plants", due, "Europe/Berlin", conversation_id=f"mx:{room}|{root}"
+    )
+    wait_until(lambda: len(_bot_texts(matrix, room)) == 2, timeout=20, what="the reminder")
+    reminder = matrix.owner.shown(room, matrix.bot.user_id)[-1]
+    assert "water the plants" in reminder["content"]["body"]
+    assert reminder["content"]["m.relates_to"]["rel_type"] == "m.thread"
+    assert reminder["content"]["m.relates_to"]["event_id"] == root
+
+
 def test_markup_in_a_reply_arrives_escaped(matrix: MatrixWorld, start_matrix, chat_server) -> None:
     room = matrix.direct_room()
     hostile = "**bold** <img src=x onerror=alert(1)> [x](javascript:alert(1)) & `<b>code</b>`"

@@ -336,6 +336,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_signal_input.py", "test_reliability_faults.py"),
     ),
     Mutation(
+        "chat-turns-send-to-no-thread",
+        f"{BOT}/conversation/chat_turns.py",
+        "            to = place if place.chat_id == to.chat_id else to",
+        "            to = to",
+        "a reminder set in a Telegram forum topic or a Matrix thread arrives in the chat's main timeline",
+        ("test_matrix.py", "test_telegram_reminder_topics.py"),
+    ),
+    Mutation(
         "busy-failed-turn-completes-joined",
         f"{BOT}/conversation/busy.py",
         "            return [], [item for item, _ in self.offered]",

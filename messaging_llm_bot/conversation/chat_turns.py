@@ -18,6 +18,7 @@ worth a later try (``send_failed``), its approver, a voice note's send.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -324,11 +325,22 @@ class ChatTurns(ItemTurns):
         except self.SEND_ERRORS as err:
             log.info("%s: could not say %r in %s: %s", self.channel, text[:40], to.chat_id, err)
 
-    async def send_to(self, conversation_id: str, text: str, _conversation: object = None) -> None:
-        """A notice's or a reminder's Markdown into a conversation, not through the inbox (conversation/notices.py's
-        ``SendTo``); ``DeliveryError`` when it did not arrive (``undelivered``)."""
+    async def send_to(self, chat_id: str, text: str, conversation: object = None) -> None:
+        """A notice's or a reminder's Markdown into ``chat_id``, in ``conversation``'s thread or forum topic when it
+        is one of that chat's (where the reminder was set), not through the inbox (conversation/notices.py's
+        ``SendTo``); ``DeliveryError`` when it did not arrive (``undelivered``), for good when ``chat_id`` is no
+        chat of this channel."""
         try:
-            await self.platform.send_text(self.address_of(conversation_id), TextOut(text))
+            to = self.address_of(chat_id)
+        except ValueError:
+            raise DeliveryError(
+                f"{chat_id!r} is not a {self.PLATFORM or self.channel} chat id", for_good=True
+            ) from None
+        with contextlib.suppress(ValueError):  # a conversation of another form: the chat itself
+            place = self.address_of(str(conversation)) if conversation else to
+            to = place if place.chat_id == to.chat_id else to
+        try:
+            await self.platform.send_text(to, TextOut(text))
         except self.SEND_ERRORS as err:
             raise self.undelivered(err) from err
 

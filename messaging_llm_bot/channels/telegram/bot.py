@@ -30,7 +30,6 @@ from messaging_llm_bot.channels.telegram.approval import CALLBACK_PATTERN as APP
 from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.intake import TelegramIntake
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
-from messaging_llm_bot.channels.telegram.send import send_to
 from messaging_llm_bot.channels.telegram.settings import chat_of, is_command
 from messaging_llm_bot.channels.telegram.turn import TelegramTurns
 from messaging_llm_bot.conversation.commands import COMMANDS
@@ -79,7 +78,7 @@ class TelegramService(ChannelService):
         self._poll: asyncio.Task[object] | None = None
         self._webhook: WebhookListener | None = None
         self.notices = self.owner_notices(
-            lambda chat, text, conversation: send_to(self.turns.bot, chat, text, conversation),
+            lambda chat, text, conversation: self.turns.send_to(chat, text, conversation),
             lambda: None if self.access.settings.owner is None else str(self.access.settings.owner),
         )
 

@@ -1,5 +1,5 @@
-"""The contract's sends over the Bot API (``TelegramOut``; docs/telegram.md, "Replies"), and notices, reminders
-and the digest in the forum topic they were set in (the chat's General once it is gone)."""
+"""The contract's sends over the Bot API (``TelegramOut``; docs/telegram.md, "Replies"): a forum topic's message goes
+to the chat's General once the topic is gone."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 
 from messaging_llm_bot.channels.telegram.format import MAX_MESSAGE_UTF16, plain_parts, render_markdown
 from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call, retry_after_seconds
-from messaging_llm_bot.channels.telegram.settings import chat_of, topic_in
-from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.markup import Entity, MessagePart, fit_text
 from messaging_llm_bot.conversation.outage import Backoff
 from messaging_llm_bot.conversation.outgoing import Address, OutgoingFile, Sent, TextOut, send_parts
@@ -143,21 +141,6 @@ async def edit_text_safely(
             log.info("telegram: edit of message %s in chat %s failed: %s", message_id, chat_id, type(err).__name__)
             return False
     return False
-
-
-async def send_to(bot: telegram.Bot, chat_id: str, text: str, conversation: object = None) -> None:
-    """A notice, a reminder or the digest (conversation/notices.py's ``SendTo``) to a chat (``7``, ``tg:7``), in
-    ``conversation``'s forum topic, the chat's General once that topic is gone."""
-    try:
-        target = chat_of(str(chat_id).strip())
-    except ValueError:
-        raise DeliveryError(f"{chat_id!r} is not a Telegram chat id", for_good=True) from None
-    try:
-        await TelegramOut(bot).send_text(address(target, topic_in(conversation, target)), TextOut(text))
-    except TelegramDeliveryError as err:
-        raise DeliveryError(f"Telegram refused it: {err.cause}", for_good=refused_for_good(err)) from err
-    except TelegramError as err:
-        raise DeliveryError(f"Telegram refused it: {err}") from err
 
 
 def topic_number(to: Address) -> int | None:

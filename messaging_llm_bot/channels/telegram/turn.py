@@ -27,6 +27,7 @@ from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
     TelegramOut,
     address,
+    refused_for_good,
     topic_number,
 )
 from messaging_llm_bot.channels.telegram.settings import (
@@ -139,6 +140,10 @@ class TelegramTurns(ChatTurns):
         if isinstance(cause, NetworkError) and not isinstance(cause, BadRequest):
             return super().send_failed(item, to, err)  # tried again later (its parts retried already)
         raise DeliveryError(str(err)) from err
+
+    def undelivered(self, err: Exception) -> DeliveryError:
+        cause = err.cause if isinstance(err, TelegramDeliveryError) else err
+        return DeliveryError(f"Telegram refused it: {cause}", for_good=refused_for_good(err))
 
     def _received(self, message: telegram.Message, parts: Sequence[InboxItem], to: Address) -> Received:
         """The message (with the rest of its album) as the model reads it (conversation/turn.py)."""
