@@ -5,11 +5,15 @@ the runner's deadline, the bot stays up and small and answers the next message, 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from assistant_framework.workspace import Workspace
+from tests.console_harness import Terminal as PseudoTerminal
+from tests.console_harness import run_bot, write_config
 from tests.crash_bot import BotProcess, write_bot_config
 from tests.fakes.chat_server import FakeChatServer
 from tests.telegram_harness import OWNER, all_bot_texts, texts
@@ -102,3 +106,57 @@ def test_an_answer_of_two_thousand_calls_runs_twenty_and_the_model_is_told(
     chat_server.enqueue('{"reply": "fine now"}')
     fake.send_message("and now?", user_id=OWNER)
     fake.wait_for(lambda: texts(fake)[-1] == "fine now", timeout=20)
+
+
+ESCAPES = "\x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;owned\x07\x1b[2J\x1b[8mhidden\x1b[0m\rover\x00\x9b31m"
+
+
+def test_the_terminal_chat_prints_no_control_sequence_of_the_model(tmp_path, chat_server, test_skills_dir):
+    """An answer holding escape sequences (OSC 52 sets the clipboard, OSC 0 the window's title, clear screen, hidden
+    text, a carriage return writing over the line) reached the terminal as sent; the chat prints its text without
+    them, and the next message is answered."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    chat_server.enqueue(json.dumps({"reply": f"before {ESCAPES} after"}), '{"reply": "fine now"}')
+    proc = run_bot(
+        ["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")], "hello\nand now?\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "before hiddenover31m after\n\nfine now\n\n"
+    assert not any(ch in proc.stdout + proc.stderr for ch in "\x1b\x07\r\x00\x9b")
+
+
+def test_a_streamed_answer_reaches_a_real_terminal_without_its_control_sequences(
+    tmp_path, chat_server, test_skills_dir
+):
+    """The same answer streamed to the interactive chat on a pseudo-terminal, in pieces (the live line and the
+    block): none of its sequences reach the terminal; its text does."""
+    pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    Workspace(tmp_path / "ws")  # an existing workspace: no question before the chat
+    reply = json.dumps({"reply": f"before {ESCAPES} after"})
+    chat_server.enqueue({"content": reply, "stream_chunks": [reply[:20], reply[20:60], reply[60:]]})
+    term = PseudoTerminal(
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot",
+            "--frontend",
+            "console",
+            "--config",
+            str(config),
+            "--workspace",
+            str(tmp_path / "ws"),
+        ]
+    )
+    try:
+        term.wait_for("you> ")
+        term.type("hello\r")
+        term.wait_for(" after")
+        term.wait_for("you> ", start=term.output.index(" after"))
+        for sequence in (b"\x1b]52", b"\x1b]0;owned", b"\x1b[2J", b"\x1b[8m", b"\x07", b"\x00", b"\xc2\x9b"):
+            assert sequence not in term.raw
+        assert "hiddenover31m" in term.output
+        term.type("\x04")  # Ctrl-D
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()

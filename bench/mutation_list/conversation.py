@@ -558,4 +558,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "SIGTERM (a service manager's stop, a closed terminal window) does not end the terminal chat cleanly",
         ("test_reliability_console.py",),
     ),
+    Mutation(
+        "terminal-prints-control-sequences",
+        f"{BOT}/conversation/terminal_out.py",
+        "        self.out.write(without_controls(text))",
+        "        self.out.write(text)",
+        "a model's escape sequences reach the owner's terminal (the clipboard, the title, text hidden or overwritten)",
+        ("test_hostile_model.py",),
+    ),
 )

@@ -20,6 +20,7 @@ from messaging_llm_bot.channels.console.service import ConsoleService, Terminal
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from messaging_llm_bot.conversation.shutdown import Terminated, sigterm_leaves, take_lock
+from messaging_llm_bot.conversation.terminal_out import terminal_safe
 
 WELCOME = "Terminal chat with your assistant. /help for commands, Ctrl-C stops an answer, /quit or Ctrl-D to leave."
 QUIT_COMMANDS = ("/quit", "/exit")
@@ -59,7 +60,7 @@ def _chat(runtime: Runtime, term: Terminal, job_clock: Callable[[], datetime] | 
     history = runtime.workspace.path(HISTORY_FILE)
     with open_lines(term.stdin, term.stdout, interactive, history) as (lines, out), sigterm_leaves():
         err = out if out is not term.stdout else term.stderr  # at a terminal both above the prompt
-        service = ConsoleService(runtime, Terminal(term.stdin, out, err, interactive))
+        service = ConsoleService(runtime, Terminal(term.stdin, terminal_safe(out), terminal_safe(err), interactive))
         service.job_clock = job_clock
         try:
             service.start()
