@@ -116,7 +116,7 @@ class TelegramService(ChannelService):
             ),
             rate_limiter=ReplyFirstRateLimiter(),
         )
-        self.turns = TelegramTurns(self.runtime, Inbox(self.runtime.workspace), bot, self.approvals)
+        self.turns = TelegramTurns(self.runtime, Inbox(self.runtime.workspace), bot, self.approvals, self.access)
         # Polling: held while the inbox cannot store (unconfirmed to Telegram); a webhook's POST is refused then (503:
         # Telegram sends it again). Each chat's queue is its chat's.
         hold = self.settings.mode != "webhook"

@@ -15,10 +15,9 @@ import telegram
 from telegram import InputFile, Update
 from telegram.error import BadRequest, NetworkError, TelegramError
 
-from assistant_framework.access import sees_owner_data
-from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.channels.contract import Address
+from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.approval import TelegramApprovals
 from messaging_llm_bot.channels.telegram.format import CAPABILITIES
 from messaging_llm_bot.channels.telegram.media import MAX_DOWNLOAD_BYTES, file_of, message_kind
@@ -62,18 +61,16 @@ class TelegramTurns(ChatTurns):
     TRIES_BEFORE_HELD = 1  # each part is sent with retries of its own (send.py)
     PLATFORM = "Telegram"
 
-    def __init__(self, runtime: Runtime, inbox: Inbox, bot: telegram.Bot, approvals: TelegramApprovals) -> None:
+    def __init__(
+        self, runtime: Runtime, inbox: Inbox, bot: telegram.Bot, approvals: TelegramApprovals, access: Access
+    ) -> None:
         super().__init__(runtime, inbox, "telegram")
         self.bot = bot
         self.platform = TelegramOut(bot)
         self.approvals = approvals
+        self.access = access  # the owner, and where the owner's data is seen (the current record: ``/reload``)
         # Photos sent together: one turn (conversation/albums.py); the intake notes each part as it is stored.
         self.albums: Albums[InboxItem] = Albums(album_key, lambda item: item.item_id)
-
-    @property
-    def settings(self) -> TelegramSettings:
-        """The runtime's current ``telegram`` record (a ``/reload`` changes the owner)."""
-        return self.runtime.settings.telegram
 
     async def answer(self, item: InboxItem) -> None:
         """``item`` answered with the rest of its album in one turn (``Albums.answer``)."""
@@ -86,23 +83,23 @@ class TelegramTurns(ChatTurns):
         return address(chat_id, topic_in(conversation_id, chat_id))
 
     def job_user(self, to: Address) -> int | None:
-        return self.settings.owner
+        return self.access.settings.owner
 
     def job_chat(self, to: Address) -> int:
         return int(to.chat_id)
 
     def message(self, item: InboxItem) -> TurnMessage:
         fetched = item.received  # the update as fetched in this run, else decoded from what was stored
-        message = message_of(fetched if isinstance(fetched, Update) else Update.de_json(item.payload, self.bot))
+        update = fetched if isinstance(fetched, Update) else Update.de_json(item.payload, self.bot)
+        message = message_of(update)
         parts = self.albums.rest(item)
         user, private = message.from_user, message.chat.type == "private"
-        from_owner = user is not None and user.id == self.settings.owner
         to = address(message.chat_id, topic_of(message))  # a forum topic's message is answered in that topic
         return TurnMessage(
             to,
             user.id if user else None,
-            sees_owner_data(from_owner, private),
-            from_owner,
+            self.access.owner_data(update),
+            self.access.from_owner(update),
             self._received(message, parts, to),
             message.message_id,
             joinable(message),
@@ -116,7 +113,7 @@ class TelegramTurns(ChatTurns):
     async def shows(self, item: InboxItem, msg: TurnMessage) -> Shows:
         # In the forum topic: status and typing show there.
         live = TelegramLive(self.bot, int(msg.to.chat_id), topic_number(msg.to))
-        settings = self.settings  # llm.stream asks the model for a stream; telegram.stream shows it
+        settings = self.runtime.settings.telegram  # llm.stream asks the model for a stream; telegram.stream shows it
         return self.live_progress(
             item,
             live,
