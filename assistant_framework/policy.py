@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from assistant_framework.config import REDACTED, SECRET_KEY
 from assistant_framework.config.settings import PolicySettings
+from assistant_framework.workspace.tail import LogCap
 
 if TYPE_CHECKING:
     from assistant_framework.workspace import Workspace
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send", "exec"})
 _ORDER = {"allow": 0, "ask": 1, "deny": 2}
 AUDIT_LOG = "state/audit.jsonl"
+#: Read by nothing, it grew 3 MB a year at a skill call a turn: past 4 MiB it is cut to its newest 2 MiB (months).
+AUDIT_CAP = LogCap(max_bytes=4 * 1024 * 1024, keep_lines=20_000)
 
 
 @dataclass(frozen=True)
@@ -127,5 +130,5 @@ def audit_record(
 
 
 def append_audit(workspace: Workspace, record: AuditRecord) -> None:
-    """Append one record to the workspace audit log (JSONL)."""
-    workspace.append_jsonl(AUDIT_LOG, record)
+    """Append one record to the workspace audit log (JSONL), cut to its newest lines past ``AUDIT_CAP``."""
+    workspace.append_jsonl(AUDIT_LOG, record, AUDIT_CAP)

@@ -258,3 +258,22 @@ def test_the_audit_line_of_a_real_call_redacts_secret_lists(
     assert not any(secret in logged for secret in ("hunter2", "letmein2", "hunter3", "hunter4", "changed-by"))
     assert line["args"]["passwords"] == line["args"]["api_keys"] == "***"
     assert line["args"]["accounts"] == [{"user": "ann", "password": "***"}]
+
+
+def test_the_audit_log_is_cut_to_its_newest_lines_past_its_size(bot_config, important, chat_server, policy_agent):
+    """state/audit.jsonl grew 3 MB a year, kept whole: a real call's audit line past its size cuts it to its newest
+    lines, the new one last, so it stays bounded."""
+    from assistant_framework.policy import AUDIT_CAP, AUDIT_LOG
+
+    line = '{"time":"2025-01-01T00:00:00+00:00","chat":1,"skill":"old","args":{"n":%07d},"outcome":"ok"}\n'
+    count = AUDIT_CAP.max_bytes // len(line % 0) + 10
+    important.write_text(AUDIT_LOG, "".join(line % n for n in range(count)))
+    agent = policy_agent(bot_config, important)
+    chat_server.enqueue(
+        '{"skill": "file", "args": {"action": "read", "path": "notes/important.md"}}', '{"reply": "It says keep me."}'
+    )
+    agent.handle(AgentMessage("c1", "read my important note"))
+    kept = important.read_jsonl(AUDIT_LOG)
+    assert important.path(AUDIT_LOG).stat().st_size <= AUDIT_CAP.max_bytes // 2 and len(kept) <= AUDIT_CAP.keep_lines
+    assert kept[-1]["skill"] == "file" and kept[-1]["outcome"] == "ok"
+    assert [row["args"]["n"] for row in kept[:-1]] == list(range(count - len(kept) + 1, count))

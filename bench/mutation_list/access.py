@@ -135,6 +135,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "secret keys inside objects in a list reach the audit log",
         REDACTION,
     ),
+    Mutation(
+        "audit-log-uncapped",
+        f"{AF}/policy.py",
+        "    workspace.append_jsonl(AUDIT_LOG, record, AUDIT_CAP)",
+        "    workspace.append_jsonl(AUDIT_LOG, record)",
+        "state/audit.jsonl grows without bound, 3 MB a year at a skill call a turn",
+        ("test_agent_policy.py",),
+    ),
     # -- one deadline for a whole HTTP exchange (http_deadline.py) -------------------------------------
     Mutation(
         "http-deadline-keeps-pooled-connection",
