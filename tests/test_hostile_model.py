@@ -160,3 +160,23 @@ def test_a_streamed_answer_reaches_a_real_terminal_without_its_control_sequences
         assert term.proc.wait(30) == 0
     finally:
         term.close()
+
+
+def test_a_redirect_to_another_server_is_not_followed_and_the_conversation_stays(fake, start_bot, chat_server):
+    """A model server that answers 307 to another address: the bot re-sent the whole prompt (the conversation, the
+    memory recalled into it) there, without the key but with everything else, and showed that server's answer.
+    Now nothing reaches the other server, the user is told where it pointed in one sentence, and the next message
+    is answered."""
+    with FakeChatServer() as elsewhere:
+        elsewhere.enqueue('{"reply": "the other server answered"}')
+        start_bot(progress=False)
+        target = f"{elsewhere.base_url}/chat/completions"
+        chat_server.enqueue({"status": 307, "headers": {"Location": target}})
+        fake.send_message("my private question", user_id=OWNER)
+        fake.wait_for_messages(OWNER, 1, timeout=20)
+        reply = texts(fake)[0]
+        assert f"redirects to {target}, which is not followed" in reply and len(reply) < 400, reply
+        assert elsewhere.chat_requests == []
+        chat_server.enqueue('{"reply": "fine now"}')
+        fake.send_message("and now?", user_id=OWNER)
+        fake.wait_for(lambda: texts(fake)[-1] == "fine now", timeout=20)

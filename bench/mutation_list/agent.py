@@ -552,4 +552,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an answer of thousands of tool calls runs thousands of skills",
         ("test_hostile_model.py",),
     ),
+    Mutation(
+        "llm-redirect-followed",
+        f"{BOT}/llm/client.py",
+        "allow_redirects=False,  # the conversation goes to base_url only (llm/errors.py: redirect_detail)",
+        "allow_redirects=True,",
+        "a model server's redirect takes the whole prompt (conversation, memory) to an address never configured",
+        ("test_hostile_model.py",),
+    ),
 )

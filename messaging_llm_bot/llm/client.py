@@ -371,6 +371,7 @@ class LLMClient:
                 headers={**self._headers(runner, stream), "Content-Type": "application/json"},
                 timeout=runner.timeout_seconds,
                 stream=True,
+                allow_redirects=False,  # the conversation goes to base_url only (llm/errors.py: redirect_detail)
                 **self._net(runner),
             )
         except requests.RequestException as exc:
@@ -447,7 +448,11 @@ class LLMClient:
         try:
             with deadline:  # the whole answer, not each read: a trickle must not hold /status
                 response = self._session.get(
-                    f"{runner.base_url}/models", headers=self._headers(runner), timeout=seconds, **self._net(runner)
+                    f"{runner.base_url}/models",
+                    headers=self._headers(runner),
+                    timeout=seconds,
+                    allow_redirects=False,  # as a chat call: a server that redirects is not one that answers
+                    **self._net(runner),
                 )
             if deadline.fired:  # cut while the answer arrived: a short read is no answer
                 return False, timeout_error(runner, b"").user_message()

@@ -47,6 +47,7 @@ class EmbeddingClient:
                     max_bytes=MAX_ANSWER_BYTES,
                     json={"model": self.model, "input": part},
                     headers=self._headers,
+                    allow_redirects=False,  # the texts (memory) go to base_url only, as the chat's do
                 )
             except DeadlineExceeded:
                 raise EmbeddingError(

@@ -193,6 +193,13 @@ def classify(status: int | None, message: str, codes: str = "") -> tuple[str, bo
     return "bad_response", False
 
 
+def redirect_detail(headers: Mapping[str, str]) -> str:
+    """Why a redirect is an error: the prompt (the conversation, memory) would go to an address the owner never
+    configured, maybe off the machine when base_url is a local server's."""
+    target = headers.get("Location") or "an address it did not name"
+    return f"it redirects to {target}, which is not followed (set base_url to that address if it is the right one)"
+
+
 def http_error(
     status: int,
     body: str,
@@ -207,7 +214,7 @@ def http_error(
     when it is not set (a refused key then says so, not only "HTTP 401")."""
     message, codes = parse_error_body(body)
     kind, quota = classify(status, message, codes)
-    detail = redact(message or f"HTTP {status}", secret)
+    detail = redact(redirect_detail(headers) if 300 <= status < 400 else message or f"HTTP {status}", secret)
     if kind == "auth" and unset_key_env:
         detail = (
             f"no API key was sent: the environment variable {unset_key_env} (the runner's api_key_env) is not set "
