@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from messaging_llm_bot.conversation.attachments import sanitize_name
 from tests.telegram_harness import OWNER, texts
 
@@ -58,6 +60,27 @@ def test_voice_note_is_transcribed_then_answered(fake, start_bot, chat_server):
     upload = [r for r in chat_server.requests if r.path.endswith("/audio/transcriptions")][0]
     assert upload["model"] == "whisper-1" and upload["file_size"] == len(b"OggS fake opus")
     assert chat_server.chat_requests[0]["messages"][-1]["content"].startswith("remind me to buy bread")
+
+
+def test_a_transcript_telegram_refuses_to_show_is_logged_and_the_note_still_answered(
+    fake, start_bot, chat_server, caplog
+):
+    """Showing the transcript is a courtesy (conversation/turn.py's ``read``, for every channel that shows it):
+    refused, it is logged and the note is answered all the same."""
+
+    def with_transcription(config):
+        config["llm"]["transcription"] = {"base_url": chat_server.base_url, "model": "whisper-1"}
+
+    start_bot(config_patch=with_transcription, progress=False)
+    chat_server.set_transcription("remind me to buy bread")
+    chat_server.enqueue('{"reply": "Noted."}')
+    fake.fail_next("sendMessage", status=400, description="Bad Request: not enough rights to send text messages")
+    with caplog.at_level(logging.WARNING, logger="messaging_llm_bot"):
+        fake.send_voice(OWNER, b"OggS fake opus")
+        fake.wait_for(lambda: any(text.startswith("Noted.") for text in texts(fake)))
+    assert [text[:6] for text in texts(fake)] == ["Noted."]
+    [line] = [r.getMessage() for r in caplog.records if "could not show the transcript" in r.getMessage()]
+    assert "not enough rights" in line.lower()
 
 
 def test_long_voice_note_transcript_is_echoed_in_parts_and_answered(fake, start_bot, chat_server):

@@ -344,6 +344,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_matrix.py", "test_telegram_reminder_topics.py"),
     ),
     Mutation(
+        "turn-echo-failure-fails-the-turn",
+        f"{BOT}/conversation/turn.py",
+        '                    await got.echo(f"🎙 {result.text}")\n                except Exception as err:',
+        '                    await got.echo(f"🎙 {result.text}")\n                except ZeroDivisionError as err:',
+        "a voice note whose transcript the platform refuses to show is not answered (the turn fails)",
+        ("test_telegram_media.py",),
+    ),
+    Mutation(
         "busy-failed-turn-completes-joined",
         f"{BOT}/conversation/busy.py",
         "            return [], [item for item, _ in self.offered]",

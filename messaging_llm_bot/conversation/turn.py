@@ -72,7 +72,7 @@ class Received:
     text: str = ""  # a text's words as the model gets them (a mention of the bot taken out)
     save: SaveFiles | None = None  # a document's or a photo's (an album's) files saved and read
     transcribe: Transcribe | None = None  # a voice note's transcript
-    echo: Callable[[str], Awaitable[None]] | None = None  # shows the transcript in the chat (best effort)
+    echo: Callable[[str], Awaitable[object]] | None = None  # shows the transcript in the chat (best effort)
     outside: str | None = None  # the label of a text or transcript that is someone else's words (a forward)
     unsupported: str = ""  # what a kind not taken is answered; "": ``unsupported_text`` of the kind
 
@@ -204,7 +204,10 @@ class ChannelTurns:
             if not result.ok:
                 return transcript_failed(result.error)
             if got.echo is not None:  # what was understood, as it is
-                await got.echo(f"🎙 {result.text}")
+                try:
+                    await got.echo(f"🎙 {result.text}")
+                except Exception as err:  # noqa: BLE001 - the platform's errors: a courtesy, the note is still answered
+                    log.warning("%s: could not show the transcript in %s: %s", self.channel, conversation_id, err)
             return TurnInput(result.text, outside=got.outside)
         return got.unsupported or unsupported_text(got.kind)
 

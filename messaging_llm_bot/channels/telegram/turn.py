@@ -6,6 +6,7 @@ a job run's reply in the topic the job was made in.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -151,13 +152,8 @@ class TelegramTurns(ChatTurns):
         files = [file_of(bot, one) for one in album]  # each with its own caption, in order
         settings = self.runtime.settings
         save = files_saver(files, settings, limit=MAX_DOWNLOAD_BYTES, source="Telegram", origin=origin or "")
-
-        async def echo(text: str) -> None:  # a transcript longer than one message goes in parts
-            try:
-                await self.platform.send_plain(to, text, str(message.message_id))
-            except TelegramDeliveryError as err:  # the echo is a courtesy: the note is still answered
-                log.warning("telegram: could not show the transcript in chat %s: %s", message.chat_id, err)
-
+        # The transcript as it is (no Markdown), in as many parts as it needs.
+        echo = functools.partial(self.platform.send_plain, to, reply_to=str(message.message_id))
         label = {"text": "Message", "voice": "Voice note (transcript)"}.get(kind)
         return Received(
             kind,
