@@ -180,3 +180,21 @@ def test_a_redirect_to_another_server_is_not_followed_and_the_conversation_stays
         chat_server.enqueue('{"reply": "fine now"}')
         fake.send_message("and now?", user_id=OWNER)
         fake.wait_for(lambda: texts(fake)[-1] == "fine now", timeout=20)
+
+
+def test_a_megabyte_reply_reaches_the_chat_cut_to_a_few_messages(fake, start_bot, chat_server):
+    """A reply of a million characters on one line (a model looping, a server ignoring max_tokens) came as 245
+    Telegram messages; now its first 32,000 characters come, saying how much more there was, and the next message
+    is answered."""
+    start_bot(progress=False)
+    chat_server.enqueue(json.dumps({"reply": "a" * 1_000_000}))
+    fake.send_message("hello?", user_id=OWNER)
+    fake.wait_for(lambda: any("cut here" in t for t in texts(fake)), timeout=30)
+    shown = texts(fake)
+    assert len(shown) <= 9 and shown[-1].endswith(
+        "[… the model's answer went on for 968,000 more characters: cut here]"
+    )
+    chat_server.enqueue('{"reply": "fine now"}')
+    fake.send_message("and now?", user_id=OWNER)
+    fake.wait_for(lambda: texts(fake)[-1] == "fine now", timeout=20)
+    assert len(texts(fake)) == len(shown) + 1

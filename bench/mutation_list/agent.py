@@ -560,4 +560,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a model server's redirect takes the whole prompt (conversation, memory) to an address never configured",
         ("test_hostile_model.py",),
     ),
+    Mutation(
+        "reply-uncut",
+        f"{BOT}/agent/rounds.py",
+        "    if len(reply) > MAX_REPLY_CHARS:",
+        "    if False:",
+        "a model's megabyte reply floods the chat: 245 Telegram messages",
+        ("test_hostile_model.py",),
+    ),
 )

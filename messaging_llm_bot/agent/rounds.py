@@ -44,6 +44,9 @@ from messaging_llm_bot.protocol import (
 log = logging.getLogger(__name__)
 
 EMPTY_REPLY = "The model returned an empty answer. Please try again or rephrase."
+#: A reply longer than this is cut, saying so (a model looping, or a server ignoring max_tokens: a megabyte came
+#: as 245 Telegram messages); eight Telegram messages of a long answer still fit.
+MAX_REPLY_CHARS = 32_000
 #: The calls of one answer that run; the model is told of the rest (an answer of 2,000 calls ran 2,000 skills).
 MAX_CALLS_PER_ANSWER = 20
 
@@ -337,6 +340,9 @@ def _ending(t: _TurnSoFar, round_no: int, parsed: ParsedOutput) -> tuple[str, bo
     reply = (parsed.reply or "").strip()
     if reply in PLACEHOLDER_REPLIES:
         reply = placeholder_reply(reply, t.turn.skill_calls)
+    if len(reply) > MAX_REPLY_CHARS:
+        left = len(reply) - MAX_REPLY_CHARS
+        reply = f"{reply[:MAX_REPLY_CHARS]}\n\n[… the model's answer went on for {left:,} more characters: cut here]"
     return (reply, True) if reply else (EMPTY_REPLY, False)
 
 
