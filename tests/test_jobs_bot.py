@@ -9,6 +9,7 @@ Bot API calls) is the real thing. Durations (2 cores, idle): about 2 s each.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from datetime import datetime, timedelta, timezone
 
@@ -248,6 +249,23 @@ def test_a_run_telegram_refuses_for_good_is_recorded_failed_with_the_reason(fake
     [line] = runs(workspace)
     assert line["outcome"] == "failed" and "Telegram refused it" in line["error"] and "blocked" in line["error"]
     fake.wait_for(lambda: workspace.list("state/inbox/pending/*/*.json") == [])  # completed, not offered again
+
+
+def test_a_run_left_in_the_inbox_once_no_owner_is_set_is_dropped_unsent(fake, chat_server, job_bot, workspace, caplog):
+    """The run was queued, then the allowlist was emptied (no owner): a job's run is the owner's turn and goes to
+    the owner's chat, so it is not run for no one; logged and completed (conversation/chat_turns.py's
+    ``answer_job``, ``job_user`` None)."""
+    from assistant_framework.inbox import Inbox
+    from messaging_llm_bot.conversation.job_runs import JobRun
+
+    planned = datetime.now(timezone.utc).isoformat()
+    run = JobRun(f"j1:{planned}", "j1", "news", "prompt", "News?", planned, False, "UTC")
+    Inbox(workspace).accept(f"job:j1:{planned}", f"tg:{OWNER}", run.payload())
+    with caplog.at_level(logging.WARNING, logger="messaging_llm_bot"):
+        job_bot(Clock(), allowed_user_ids=[])
+        fake.wait_for(lambda: not Inbox(workspace).pending())
+    assert [r.getMessage() for r in caplog.records if "no owner chat" in r.getMessage()]
+    assert texts(fake, OWNER) == [] and not chat_server.chat_requests
 
 
 # -- seeing them: /jobs, /now, the CLI beside a running bot ---------------------------------------------

@@ -352,6 +352,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_telegram_media.py",),
     ),
     Mutation(
+        "chat-turns-job-without-owner-runs",
+        f"{BOT}/conversation/chat_turns.py",
+        '        if user is None:\n            log.warning("jobs: %s cannot run (no owner chat); dropped"',
+        '        if user is None and False:\n            log.warning("jobs: %s cannot run (no owner chat); dropped"',
+        "a job run left in the inbox once no owner is set is run for no one instead of dropped",
+        ("test_jobs_bot.py",),
+    ),
+    Mutation(
         "busy-failed-turn-completes-joined",
         f"{BOT}/conversation/busy.py",
         "            return [], [item for item, _ in self.offered]",
