@@ -342,8 +342,10 @@ def test_reminders_add_list_cancel(manager: SkillManager, ws: Workspace, ctx: Sk
     assert stored["r1"]["due_at"] == "2025-03-28T18:30:00+01:00"
     assert stored["r2"]["due_at"] == "2025-03-28T10:12:00+01:00"
     assert stored["r3"]["due_at"] == "2025-03-30T03:30:00+02:00"
-    assert stored["r1"] | {"created_at": None} == {
+    assert len(stored["r1"]["once_key"]) == 32  # its record in state/reminders-added.jsonl: a replay looks for it
+    assert stored["r1"] | {"created_at": None, "once_key": None} == {
         "id": "r1",
+        "once_key": None,
         "chat_id": 42,
         "conversation_id": "tg:42",  # where it was set (a forum topic's: delivered in that topic)
         "text": "Call mum",
@@ -428,3 +430,28 @@ def test_time_next_takes_a_weekday_or_its_start_not_a_word_that_begins_like_one(
     assert ok(manager, "time", {"action": "next", "weekday": "thurs"}, ctx)["date"] == "2025-04-03"
     for word in ("monkey", "t", "Montag"):  # "monkey" was Monday: only its first three letters were read
         assert "is not one of monday" in err(manager, "time", {"action": "next", "weekday": word}, ctx), word
+
+
+def test_a_reminder_stored_before_a_kill_left_its_record_begun_is_not_set_again(
+    manager: SkillManager, ws: Workspace
+) -> None:
+    """The kill between the store write and the ledger's "done" line: the replay finds the reminder under the
+    record's key and sets none (the owner would get it twice); one the store lacks is set (tests/test_jobs_crash.py)."""
+    from assistant_framework.stores import ReminderStore
+    from skills.reminders import ADDED
+
+    def run_of_the_turn() -> SkillContext:  # each run of the turn for message 7 (a new one after a restart)
+        return SkillContext(
+            conversation_id="tg:42", chat_id=42, message_id=7, timezone="Europe/Berlin", services={"clock": lambda: NOW}
+        )
+
+    ok(manager, "reminders", {"action": "add", "text": "Call mum", "in_minutes": 5}, run_of_the_turn())
+    begun = [row for row in ws.read_jsonl(ADDED) if row["status"] == "begun"]
+    ws.write_text(ADDED, json.dumps(begun[0]) + "\n")  # what a kill before the "done" line leaves
+    said = ok(manager, "reminders", {"action": "add", "text": "call Mum", "in_minutes": 6}, run_of_the_turn())
+    assert "not made again" in said and [r["text"] for r in ReminderStore(ws).pending()] == ["Call mum"]
+    ws.write_text("reminders/reminders.json", "[]\n")  # and what a kill before the store write leaves
+    assert "set for" in ok(
+        manager, "reminders", {"action": "add", "text": "call Mum", "in_minutes": 6}, run_of_the_turn()
+    )
+    assert [r["text"] for r in ReminderStore(ws).pending()] == ["call Mum"]

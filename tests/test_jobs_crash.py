@@ -16,8 +16,10 @@ import pytest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
-from assistant_framework.stores.reminders import ReminderStore
+from assistant_framework.stores.reminders import REMINDERS_FILE, ReminderStore
 from assistant_framework.workspace import Workspace
+from skills.jobs import ADDED as JOBS_ADDED
+from skills.reminders import ADDED
 from tests.crash_bot import BotProcess, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 from tests.waiting import wait_until
@@ -260,6 +262,35 @@ def test_a_reminder_set_in_a_turn_cut_by_a_kill_is_set_once_when_the_turn_runs_a
 
 
 @pytest.mark.timeout(90)
+def test_a_reminder_whose_add_a_kill_cut_before_the_store_had_it_is_set_when_the_turn_runs_again(
+    tmp_path, bot_config, fake, chat_server
+):
+    """The ledger's "begun" line written, the kill before the reminder store has it: the replay finds no reminder
+    for that line and sets it (it counted as made, and the owner's reminder never came), once."""
+    ws = Workspace(tmp_path / "ws")
+    add = {"skill": "reminders", "args": {"action": "add", "text": "call mum", "in_minutes": 10}}
+    chat_server.enqueue(json.dumps(add), json.dumps({"reply": "never sent: killed"}))
+    config = config_for(tmp_path, bot_config, fake)
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        # The store's lock held here: the bot's add waits in the store write, after its ledger line.
+        with ws.lock(REMINDERS_FILE):
+            fake.send_message("remind me in 10 minutes to call mum", user_id=OWNER)
+            wait_until(lambda: ws.exists(ADDED) and ws.read_jsonl(ADDED), timeout=15)
+            bot.kill()
+    assert [row["status"] for row in ws.read_jsonl(ADDED)] == ["begun"] and ReminderStore(ws).pending() == []
+    chat_server.reset()
+    again = {"skill": "reminders", "args": {"action": "add", "text": "Call Mum", "in_minutes": 10}}
+    chat_server.enqueue(json.dumps(again), json.dumps(again), json.dumps({"reply": "Done: in 10 minutes."}))
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: "Done: in 10 minutes." in sent_texts(fake, OWNER), timeout=20)
+        assert bot.terminate() == 0
+    # Set once: the model's second ask in the same run is answered from the record the first ask made.
+    assert [r["text"] for r in ReminderStore(ws).pending()] == ["Call Mum"]
+
+
+@pytest.mark.timeout(90)
 def test_a_job_added_in_a_turn_cut_by_a_kill_is_added_once_when_the_turn_runs_again(
     tmp_path, bot_config, fake, chat_server
 ):
@@ -280,3 +311,29 @@ def test_a_job_added_in_a_turn_cut_by_a_kill_is_added_once_when_the_turn_runs_ag
         fake.wait_for(lambda: "Done: tea at four." in sent_texts(fake, OWNER), timeout=20)
         assert bot.terminate() == 0
     assert [row["name"] for row in ws.read_json(JOBS_FILE)] == ["tea"]  # one job: each run comes once
+
+
+@pytest.mark.timeout(90)
+def test_a_job_whose_add_a_kill_cut_before_the_store_had_it_is_added_when_the_turn_runs_again(
+    tmp_path, bot_config, fake, chat_server
+):
+    """As the reminder's above: the job's "begun" line without the job in jobs.json is made when the turn runs again."""
+    ws = Workspace(tmp_path / "ws")
+    add = {"skill": "jobs", "args": {"action": "add", "name": "tea", "cron": "0 16 * * *", "message": "Tea time"}}
+    chat_server.enqueue(json.dumps(add), json.dumps({"reply": "never sent: killed"}))
+    config = config_for(tmp_path, bot_config, fake)
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        with ws.lock(JOBS_FILE):
+            fake.send_message("every day at 4 tell me it's tea time", user_id=OWNER)
+            wait_until(lambda: ws.exists(JOBS_ADDED) and ws.read_jsonl(JOBS_ADDED), timeout=15)
+            bot.kill()
+    assert [row["status"] for row in ws.read_jsonl(JOBS_ADDED)] == ["begun"] and not ws.exists(JOBS_FILE)
+    chat_server.reset()
+    again = {"skill": "jobs", "args": {"action": "add", "name": "Tea", "cron": "0 16 * * *", "message": "Tea!"}}
+    chat_server.enqueue(json.dumps(again), json.dumps({"reply": "Done: tea at four."}))
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: "Done: tea at four." in sent_texts(fake, OWNER), timeout=20)
+        assert bot.terminate() == 0
+    assert [row["name"] for row in ws.read_json(JOBS_FILE)] == ["Tea"]

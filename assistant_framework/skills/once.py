@@ -13,8 +13,10 @@ a call beyond the records acts.
 
 A call that failed (the server refused it, or could not be reached) is recorded failed and matches nothing: the
 replay, or the same run, may try again. One begun and never finished (the kill came during the outside call) may
-have gone out, and counts as done: at most once, never twice. A turn without a message (a served client's, a
-direct call) is never asked again: its records match only calls of the same turn.
+have gone out, and counts as done: at most once, never twice. A thing kept on this machine (a reminder, a job:
+``made_once``) is looked for instead: its store keeps the record's key, and one the store lacks was never made.
+A turn without a message (a served client's, a direct call) is never asked again: its records match only calls
+of the same turn.
 """
 
 from __future__ import annotations
@@ -107,16 +109,18 @@ class ActionLedger:
         action: Action,
         act: Callable[[], tuple[str, JsonObject]],
         said: Callable[[Earlier], str],
+        key: str = "",
     ) -> str:
         """``act()`` (the outside call: the sentence the model reads and what the record keeps of it) unless the
-        call matches a record: then ``said(earlier)``, and nothing is done. Recorded before ``act``."""
+        call matches a record: then ``said(earlier)``, and nothing is done. Recorded before ``act``, under ``key``
+        when given (what ``act`` stores carries it: ``made_once``)."""
         turn = run.actions
         with turn.lock:
-            earlier, key = self._match(run, action)
+            earlier, matched = self._match(run, action)
             if earlier is not None:
-                turn.matched.add(key)
+                turn.matched.add(matched)
                 return said(earlier)
-            key = uuid.uuid4().hex
+            key = key or uuid.uuid4().hex
             turn.matched.add(key)  # this run's own action: a later call of the run in other words is another one
             stamp = datetime.now(UTC).isoformat(timespec="seconds")
             row: JsonObject = {"key": key, "scope": run.scope, "kind": action.kind, "target": action.target,
@@ -131,6 +135,28 @@ class ActionLedger:
             raise
         self.workspace.append_jsonl(self.path, {**row, **kept, "status": DONE, "result": sentence})
         return sentence
+
+    def forget_unstored(self, run: TurnRun, action: Action, stored: Callable[[str], bool]) -> None:
+        """The record ``action`` matches, begun by an earlier run and never finished, whose thing the store does
+        not hold under its key (``stored``): the kill came before the store write, so nothing was made, and the
+        record is written failed (it then matches nothing and the call makes it). A thing kept on this machine
+        can be looked for; one sent out cannot, and its begun record counts as done."""
+        with run.actions.lock:
+            earlier, unstored = self._unstored(run, action, stored)
+            if earlier is not None and unstored:
+                self.workspace.append_jsonl(self.path, {**earlier.record, "status": FAILED, "stored": False})
+
+    def made(self, run: TurnRun, action: Action, stored: Callable[[str], bool]) -> bool:
+        """``action`` matches a record whose thing was made (``forget_unstored`` would leave it)."""
+        earlier, unstored = self._unstored(run, action, stored)
+        return earlier is not None and not unstored
+
+    def _unstored(self, run: TurnRun, action: Action, stored: Callable[[str], bool]) -> tuple[Earlier | None, bool]:
+        """The record ``action`` matches, and whether it is begun, never finished, by an earlier run (this run's
+        own call may still be at work) and its thing is not in the store."""
+        earlier, key = self._match(run, action)
+        unstored = earlier is not None and not earlier.finished and key not in run.actions.matched
+        return earlier, unstored and not stored(key)
 
     def _match(self, run: TurnRun, action: Action) -> tuple[Earlier | None, str]:
         where, digest = run.scope, action.digest()
@@ -174,15 +200,18 @@ def made_once(
     path: str,
     context: SkillContext | None,
     action: Action,
-    make: Callable[[], tuple[str, JsonObject]],
+    make: Callable[[str], tuple[str, JsonObject]],
     noun: str,
+    stored: Callable[[str], bool],
 ) -> str:
     """A thing the bot will act on later (a reminder, a job) made once for the message the turn answers, in the
     ledger ``path``: the turn run again after a crash makes no second one (it would alert or run twice), whatever
-    its words or its time this time ("in 10 minutes" asked again is a later moment). ``make()``: the sentence and
-    what the record keeps. Without a context (a direct call) it is made."""
+    its words or its time this time ("in 10 minutes" asked again is a later moment), and one whose record a kill
+    left begun before its store had it is made (``stored(key)``: the store holds the thing made under the
+    record's key). ``make(key)``: the thing stored with ``key``; the sentence and what the record keeps. Without a
+    context (a direct call) it is made."""
     if context is None:
-        return make()[0]
+        return make("")[0]
 
     def said(done: Earlier) -> str:
         at = done_at(done, context_now(context))
@@ -190,9 +219,14 @@ def made_once(
             return f"not made again: this {noun} was being made at {at} when the bot stopped; list them to see it"
         return f"not made again: this {noun} was made at {at} for this message: {done.record.get('result', '')}"
 
-    return ActionLedger(workspace, path).once(turn_run(context), action, make, said)
+    ledger, run, key = ActionLedger(workspace, path), turn_run(context), uuid.uuid4().hex
+    ledger.forget_unstored(run, action, stored)
+    return ledger.once(run, action, lambda: make(key), said, key)
 
 
-def made_before(workspace: Workspace, path: str, context: SkillContext | None, action: Action) -> bool:
-    """``made_once`` will only say so: the turn's message made this before (the gate asks the owner nothing)."""
-    return context is not None and ActionLedger(workspace, path).earlier(turn_run(context), action) is not None
+def made_before(
+    workspace: Workspace, path: str, context: SkillContext | None, action: Action, stored: Callable[[str], bool]
+) -> bool:
+    """``made_once`` will only say so: the turn's message made this before (the gate asks the owner nothing); a
+    begun record whose thing the store lacks made nothing (asked as ever)."""
+    return context is not None and ActionLedger(workspace, path).made(turn_run(context), action, stored)

@@ -68,6 +68,8 @@ class Reminder(TypedDict, total=False):
     error: str
     #: The conversation it was set in (a forum topic's: delivered in that topic); absent: the chat's.
     conversation_id: str
+    #: The key of the ``reminders`` skill's ledger record that added it (a replay after a kill looks for it).
+    once_key: str
     untrusted: bool
 
 

@@ -53,10 +53,12 @@ class ReminderStore:
         *,
         untrusted: bool = False,
         conversation_id: str = "",
+        once_key: str = "",
     ) -> Reminder:
         """Store a pending reminder; ``due_at`` must be aware, kept with the offset of ``timezone``;
         ``untrusted`` (written from outside content) marks it; ``conversation_id`` is the conversation it was set
-        in (a Telegram forum topic's: delivered in that topic), kept when given."""
+        in (a Telegram forum topic's: delivered in that topic), kept when given; ``once_key``: the key of the
+        skill's ledger record that added it (``skills/once.py``), kept when given."""
         if due_at.tzinfo is None or due_at.utcoffset() is None:
             raise ValueError(f"reminder due_at {due_at!r} has no timezone")
         text = one_line(text)
@@ -75,6 +77,8 @@ class ReminderStore:
         }
         if conversation_id:
             reminder["conversation_id"] = conversation_id
+        if once_key:
+            reminder["once_key"] = once_key
         if untrusted:
             mark_record(reminder)
         with self.file.edit() as rows:

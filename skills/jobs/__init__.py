@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TypedDict
 
@@ -119,8 +120,14 @@ def _add(
     _check_interval(fields, limits, zone, now)
     untrusted = context_untrusted(context)
 
-    def add() -> tuple[str, JsonObject]:
-        job = store.add(fields, untrusted=untrusted, max_jobs=limits.max_jobs if limits is not None else None, now=now)
+    def add(key: str) -> tuple[str, JsonObject]:
+        # The ledger record's key in the row: a replay after a kill between them looks for it.
+        job = store.add(
+            {**fields, "once_key": key},
+            untrusted=untrusted,
+            max_jobs=limits.max_jobs if limits is not None else None,
+            now=now,
+        )
         marked = f" ({MARKED})" if untrusted else ""
         said = (
             f"job {job.id} {job.name!r} added{marked}: {job.schedule.describe()}, {job.kind} "
@@ -128,13 +135,20 @@ def _add(
         )
         return said, {"id": job.id}
 
-    return made_once(workspace, ADDED, context, _adding(args), add, "job")
+    return made_once(workspace, ADDED, context, _adding(args), add, "job", _stored(store))
 
 
 def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> bool:
     """This add was made before for the turn's message (a replay after a crash): nothing will be added, so the
     owner is not asked about it again."""
-    return args.get("action") == "add" and made_before(workspace, ADDED, context, _adding(args))
+    if args.get("action") != "add":
+        return False
+    return made_before(workspace, ADDED, context, _adding(args), _stored(JobStore(workspace)))
+
+
+def _stored(store: JobStore) -> Callable[[str], bool]:
+    """Whether the store holds the job added under a ledger record's key (a kill may come between them)."""
+    return lambda key: any(row.get("once_key") == key for row in store.rows())
 
 
 def _adding(args: SkillArgs) -> Action:

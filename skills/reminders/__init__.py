@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -73,13 +73,15 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     # The conversation it was set in: a Telegram forum topic's reminder is delivered in that topic.
     conversation = context.conversation_id if context is not None else ""
 
-    def add() -> tuple[str, JsonObject]:
-        reminder = store.add(chat_id, args["text"], due, zone.key, untrusted=untrusted, conversation_id=conversation)
+    def add(key: str) -> tuple[str, JsonObject]:
+        reminder = store.add(
+            chat_id, args["text"], due, zone.key, untrusted=untrusted, conversation_id=conversation, once_key=key
+        )
         marked = f" ({MARKED})" if untrusted else ""
         when = f"{due.strftime('%Y-%m-%d %H:%M')} {zone.key}"
         return f"reminder {reminder['id']} set for {when}: {reminder['text']}{marked}", {"id": reminder["id"]}
 
-    return made_once(workspace, ADDED, context, _adding(args), add, "reminder")
+    return made_once(workspace, ADDED, context, _adding(args), add, "reminder", _stored(store))
 
 
 #: Each reminder added, under the message its turn answers: the turn run again after a crash sets none twice.
@@ -89,7 +91,14 @@ ADDED = "state/reminders-added.jsonl"  # not under reminders/: memory indexes th
 def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> bool:
     """This add was made before for the turn's message (a replay after a crash): nothing will be set, so the
     owner is not asked about it again."""
-    return args.get("action") == "add" and made_before(workspace, ADDED, context, _adding(args))
+    if args.get("action") != "add":
+        return False
+    return made_before(workspace, ADDED, context, _adding(args), _stored(ReminderStore(workspace)))
+
+
+def _stored(store: ReminderStore) -> Callable[[str], bool]:
+    """Whether the store holds the reminder added under a ledger record's key (a kill may come between them)."""
+    return lambda key: any(reminder.get("once_key") == key for reminder in store.list())
 
 
 def _adding(args: SkillArgs) -> Action:
