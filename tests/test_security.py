@@ -117,6 +117,29 @@ def test_the_file_skill_lists_no_link_that_leads_outside(fake, start_bot, chat_s
         assert "outside the workspace" in refused and "mine.md" not in refused
 
 
+def test_a_file_name_with_a_direction_character_is_refused_and_never_listed(fake, start_bot, chat_server, workspace):
+    """A model led by a page or a mail names a file with a right-to-left override: ``invoice_<U+202E>fdp.exe.md``
+    would show as "invoice_dm.exe.pdf" in a listing, on the web page and in the owner's question. The write is
+    refused in one sentence, nothing is written, and such a name already on disk is listed nowhere."""
+    spoofed = "notes/invoice_\u202efdp.exe.md"
+    (workspace.root / "notes").mkdir(exist_ok=True)
+    (workspace.root / "notes" / "planted_\u2067gnp.exe").write_text("planted")
+    workspace.write_text("notes/mine.md", "# mine")
+    start_bot(allowed_user_ids=[OWNER], owner_id=OWNER)
+    chat_server.enqueue(
+        json.dumps({"skill": "file", "args": {"action": "write", "path": spoofed, "content": "x"}}),
+        json.dumps({"skill": "file", "args": {"action": "list", "path": "notes"}}),
+        '{"reply": "done"}',
+    )
+    fake.send_message("save the invoice", user_id=OWNER)
+    fake.wait_for(lambda: any("done" in t for t in texts(fake, OWNER)), timeout=15)
+    written, listed = (r["messages"][-1]["content"] for r in chat_server.chat_requests[1:3])
+    assert "direction character" in written
+    assert not (workspace.root / spoofed).exists()
+    assert "notes/mine.md" in listed and "planted" not in listed
+    assert not [rel for rel in workspace.list("**/*") if "\u2067" in rel or "\u202e" in rel]
+
+
 # -- a full session: injected mail through Telegram, then a grep for every secret -------------------
 
 

@@ -77,8 +77,6 @@ def model(request: dict) -> Any:
         return json.dumps({"reply": "after the call: " + last.split("\n")[0]})
     if last.startswith("[Attachment]"):
         return json.dumps({"reply": "I see your picture."})
-    if last.startswith("send the invoice"):
-        return json.dumps({"skill": "send_file", "args": {"path": f"notes/{SPOOFED}", "caption": ""}})
     if last.startswith("send me the note"):
         return json.dumps({"skill": "send_file", "args": {"path": "notes/frompage.md", "caption": "your note"}})
     if last.startswith("save a note"):
@@ -355,31 +353,22 @@ def test_3b_a_picture_in_and_a_file_out(bot, browser, tmp_path: Path, request: p
 
 
 def test_3c_a_file_name_with_a_direction_character_is_shown_without_it(
-    bot, browser, request: pytest.FixtureRequest
+    bot, browser, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    """A file the owner downloaded somewhere, named with a right-to-left override, sent from the page: its link
+    shows the name as it is saved. (The workspace refuses such a name, so the assistant cannot send one:
+    tests/test_security.py::test_a_file_name_with_a_direction_character_is_refused_and_never_listed.)"""
     after(test_1_a_message_gets_its_answer_streamed_in, bot, browser)
-    (bot.workspace / "notes").mkdir(exist_ok=True)
-    (bot.workspace / "notes" / SPOOFED).write_bytes(b"MZ not an invoice")
-    send(browser, "send the invoice")
+    spoofed = tmp_path / SPOOFED
+    spoofed.write_bytes(b"MZ not an invoice")
+    browser.find_element(By.ID, "file").send_keys(str(spoofed))
 
-    def sent_file(d):
-        for question in d.find_elements(By.CSS_SELECTOR, "#messages li.ask button"):  # after outside content it asks
-            if question.text == "Yes" and question.is_enabled():
-                question.click()
-        return [a for a in d.find_elements(By.CSS_SELECTOR, "#messages li.assistant a.file") if "invoice" in a.text]
+    def link(d):
+        return [a for a in d.find_elements(By.CSS_SELECTOR, "#messages li.owner a.file") if "invoice" in a.text]
 
-    link = until(browser, sent_file, "the file sent to the page")[0]
     # The page shows the name as the download names it: the override would show "invoice_exe.pdf".
-    assert link.text == "⬇ invoice__fdp.exe"
-    # The owner's own upload of such a file is shown without it too.
-    client, token = signed_in(bot, request)
-    upload = client.post(
-        "/chat/upload",
-        params={"id": "f" * 16, "name": "photo_\u202egnp.exe"},
-        content=b"MZ",
-        headers={"X-XSRFToken": token},
-    )
-    assert upload.status_code == 202 and upload.json()["message"]["file"]["name"] == "photo__gnp.exe"
+    assert until(browser, link, "the file's link on the page")[0].text == "⬇ invoice__fdp.exe"
+    client, _ = signed_in(bot, request)
     shown = [(m["text"], (m.get("file") or {}).get("name", "")) for m in client.get("/chat/history").json()["messages"]]
     assert not [pair for pair in shown if "\u202e" in "".join(pair)]
     assert severe(browser) == []

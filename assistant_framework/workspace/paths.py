@@ -1,9 +1,11 @@
 """Path confinement: every workspace path is resolved inside the root.
 
-Absolute paths, ``..`` escapes, symlinks that lead outside and control characters (NUL, a
-newline in a name that would then pose as two lines in a listing) are refused with
-``WorkspacePathError``. This runs for every file operation, so the common case (no symlink
-below the root) is answered without a full ``resolve()``.
+Absolute paths, ``..`` escapes, symlinks that lead outside, control characters (NUL, a
+newline in a name that would then pose as two lines in a listing) and direction characters (a
+right-to-left override shows ``invoice_<U+202E>fdp.exe.md`` as "invoice_dm.exe.pdf" in a listing,
+on the web page and in the owner's question about a call) are refused with ``WorkspacePathError``.
+This runs for every file operation, so the common case (no symlink below the root) is answered
+without a full ``resolve()``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 import stat
 from pathlib import Path
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 
 
 class WorkspacePathError(ValueError):
@@ -28,7 +30,9 @@ def confined_path(root: Path, root_text: str, rel: str | os.PathLike[str]) -> Pa
         raise WorkspacePathError(f"workspace path must be text, got {text!r}")
     text = text.replace("\\", "/").strip()
     if _CONTROL.search(text):
-        raise WorkspacePathError(f"workspace path {text!r} contains a control character; use a plain file name")
+        raise WorkspacePathError(
+            f"workspace path {text!r} contains a control or direction character; use a plain file name"
+        )
     if not text:
         raise WorkspacePathError("workspace path is empty")
     if text.startswith("/") or (len(text) > 1 and text[1] == ":") or text.startswith("~"):

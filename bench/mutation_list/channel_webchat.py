@@ -70,14 +70,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_webchat_transcript.py",),
     ),
     Mutation(
-        "webchat-sent-file-name-as-is",
-        f"{BOT}/channels/webchat/service.py",
-        'ref = FileRef(rel=one.rel, name=sanitize_name(one.path.name), mime="", photo=one.photo)',
-        'ref = FileRef(rel=one.rel, name=one.path.name, mime="", photo=one.photo)',
-        "a file the assistant sends shows its name with a right-to-left override: invoice_fdp.exe as invoice_exe.pdf",
-        WEBCHAT,
-    ),
-    Mutation(
         "webchat-upload-name-as-is",
         f"{BOT}/channels/webchat/service.py",
         "            name = sanitize_name(upload.name)",

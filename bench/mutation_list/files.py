@@ -15,6 +15,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         PATHS,
     ),
     Mutation(
+        "paths-direction-characters",
+        f"{AF}/workspace/paths.py",
+        '_CONTROL = re.compile(r"[\\x00-\\x1f\\x7f\\u202a-\\u202e\\u2066-\\u2069]")',
+        '_CONTROL = re.compile(r"[\\x00-\\x1f\\x7f]")',
+        "a right-to-left override in a file name the model writes shows invoice_fdp.exe.md as invoice_dm.exe.pdf",
+        ("test_security.py",),
+    ),
+    Mutation(
         "paths-dotdot-first-only",
         f"{AF}/workspace/paths.py",
         'if any(p == ".." for p in parts):',
