@@ -110,7 +110,9 @@ def test_the_owner_approves_and_one_threaded_reply_reaches_the_smtp_server(
 
 def test_declined_nothing_is_sent(fake, start_bot, chat_server, workspace, imap_server, smtp):
     _reply_turn(fake, start_bot, chat_server, workspace, imap_server, smtp, yes=False)
-    assert smtp.messages == [] and not workspace.exists("mail/sent.jsonl")
+    assert smtp.messages == []
+    # The ledger keeps only the owner's no (a replay after a kill is not asked again), no send begun.
+    assert [row["status"] for row in workspace.read_jsonl("mail/sent.jsonl")] == ["declined"]
 
 
 def test_a_guest_never_sends(fake, start_bot, chat_server, smtp):

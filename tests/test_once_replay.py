@@ -204,6 +204,34 @@ def test_a_replayed_call_beyond_what_the_first_run_did_still_asks(tmp_path, bot_
     assert any("Done." in t for t in chat)
 
 
+@pytest.mark.timeout(120)
+def test_the_owner_who_declined_before_the_kill_is_not_asked_again_and_nothing_goes(tmp_path, bot_config, smtp):
+    """The owner presses No, the bot is killed before the turn ends. The replay's send, in other words, is
+    refused unasked (a no is an answer): no second question, no mail, and the model is told when they declined."""
+    model = ReplayingModel(
+        "mail",
+        [
+            {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "Yes, I'll come!"},
+            {"action": "send", "to": "Anna <anna@example.org>", "subject": "Sat", "body": "Count me in."},
+        ],
+        "Not mailed.",
+    )
+    ledger = tmp_path / "workspace" / "mail" / "sent.jsonl"
+    pressed: list[bool] = []
+
+    def declined(fake: FakeBotAPI) -> bool:
+        if not pressed and _questions(fake):
+            _press(fake, ":no")
+            pressed.append(True)
+        return ledger.exists() and '"declined"' in ledger.read_text() and len(model.results) == 1
+
+    extra = {"mail": mail_config(smtp)}
+    chat = run_killed_turn(tmp_path, bot_config, model, extra, "mail Anna that I'll come", declined)
+    assert [t for t in chat if t.startswith(QUESTION)] == [chat[0]]  # the first run's question only
+    assert any("Not mailed." in t for t in chat) and smtp.messages == []
+    assert model.runs == 2 and "The owner declined this at" in model.results[-1]
+
+
 # -- the calendar: Radicale ------------------------------------------------------------------------
 
 

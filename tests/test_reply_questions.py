@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from messaging_llm_bot.agent.guard import ApprovalRequest
+from messaging_llm_bot.agent.guard import OWNER_NO, ApprovalRequest
 from messaging_llm_bot.conversation.approvals import (
     NO_ANSWER,
     STOPPED_UNANSWERED,
@@ -143,3 +143,26 @@ def test_a_press_and_the_stop_in_the_same_loop_pass_give_the_thread_what_the_mes
     else:
         assert (got, taken, declined) == (True, [True], 0)  # the press decided: the thread does what it says
         assert shown == [("message-1", True, NO_ANSWER)]
+
+
+@pytest.mark.parametrize("how", ["press no", "/stop", "the bot's stop", "no answer in time"])
+def test_only_the_owners_own_no_reaches_the_thread_as_the_owners_no(how: str) -> None:
+    """The gate keeps the owner's no to a call for the turn's message (a replay after a kill is not asked again):
+    only a press of No is ``OWNER_NO``; /stop, the bot's stop and a question no one answered are a plain False
+    (the owner said nothing about the call, so a replay asks again)."""
+    shown: list[tuple[str, object, str]] = []
+
+    async def main() -> object:
+        questions = OpenQuestions(timeout_seconds=0.2 if how == "no answer in time" else 60)
+        thread = await _thread_asking(questions, shown)
+        if how == "press no":
+            assert questions.press("k1", "no") == "Declined: not done."
+        elif how == "/stop":
+            assert questions.decline_all(CHAT) == 1
+        elif how == "the bot's stop":
+            assert decline_questions_on(asyncio.get_running_loop()) == 1
+        return await thread
+
+    got = asyncio.run(main())
+    assert not got
+    assert (got == OWNER_NO and got is not False) is (how == "press no"), repr(got)

@@ -18,13 +18,16 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import jsonschema
 
 from assistant_framework.json_types import JsonObject, JsonSchema
 from assistant_framework.plugin_import import PluginImportError, forget_module, import_plugin  # noqa: F401 (forget_module re-exported)
 from assistant_framework.skills.spec import DEFAULT_CAPABILITIES, DEPRECATED_FORMS, KNOWN_CAPABILITIES, SERVICE_NAMES
+
+if TYPE_CHECKING:
+    from assistant_framework.skills.once import OnceCall
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +84,9 @@ class Skill:
     #: out (skills/once.py): True when the call matches what the turn's message already did, so it will do
     #: nothing and the gate asks no one about it; None: the skill has no such ledger.
     done_before: Callable[..., bool] | None = None
+    #: ``once_call(workspace, args, context) -> OnceCall | None`` of a skill with such a ledger: the call as its
+    #: ledger matches it, where the gate keeps the owner's no (a replay after a kill is not asked again).
+    once_call: Callable[..., OnceCall | None] | None = None
     #: ``goes_to(workspace, args, context) -> str | None`` of a skill whose call reaches someone its arguments do
     #: not name (a mail's reply: the original's sender): who, resolved, for the owner's question; None: not known.
     goes_to: Callable[..., str | None] | None = None
@@ -454,4 +460,5 @@ def _checked_skill(folder: Path, import_module: Callable[[], types.ModuleType]) 
         deprecated=deprecated,
         done_before=done_before if callable(done_before := getattr(module, "done_before", None)) else None,
         goes_to=goes_to if callable(goes_to := getattr(module, "goes_to", None)) else None,
+        once_call=once_call if callable(once_call := getattr(module, "once_call", None)) else None,
     )

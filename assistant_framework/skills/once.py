@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from assistant_framework.skills.spec import SkillContext
 
 BEGUN, DONE, FAILED = "begun", "done", "failed"
+#: The owner said no to the call when asked: a record of its own, matched by ``declined``, never by ``once``.
+DECLINED = "declined"
 
 
 class TurnActions:
@@ -136,6 +138,22 @@ class ActionLedger:
         self.workspace.append_jsonl(self.path, {**row, **kept, "status": DONE, "result": sentence})
         return sentence
 
+    def declined(self, run: TurnRun, action: Action) -> datetime | None:
+        """When the owner declined a call of the turn's message of this kind and target (in any words: the replay
+        rewords it), or None."""
+        for row in self.workspace.read_jsonl(self.path):
+            if isinstance(row, dict) and row.get("status") == DECLINED and _same_call(row, run.scope, action):
+                return _when(row)
+        return None
+
+    def decline(self, run: TurnRun, action: Action) -> None:
+        """The owner said no to ``action`` for the turn's message: kept, so the turn run again after a kill does
+        not ask again (and does nothing)."""
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        self.workspace.append_jsonl(self.path, {"key": uuid.uuid4().hex, "scope": run.scope, "kind": action.kind,
+                                                "target": action.target, "wording": action.digest(), "time": stamp,
+                                                **action.fields, "status": DECLINED})  # fmt: skip
+
     def forget_unstored(self, run: TurnRun, action: Action, stored: Callable[[str], bool]) -> None:
         """The record ``action`` matches, begun by an earlier run and never finished, whose thing the store does
         not hold under its key (``stored``): the kill came before the store write, so nothing was made, and the
@@ -162,12 +180,7 @@ class ActionLedger:
         where, digest = run.scope, action.digest()
         rows: dict[str, list[JsonObject]] = {}
         for row in self.workspace.read_jsonl(self.path):
-            if (
-                isinstance(row, dict)
-                and row.get("scope") == where
-                and row.get("kind") == action.kind
-                and row.get("target") == action.target
-            ):
+            if isinstance(row, dict) and _same_call(row, where, action) and row.get("status") != DECLINED:
                 rows.setdefault(str(row.get("key")), []).append(row)
         outgone = {key: found for key, found in rows.items() if not any(r.get("status") == FAILED for r in found)}
         same = [key for key, found in outgone.items() if found[0].get("wording") == digest]
@@ -179,6 +192,36 @@ class ActionLedger:
         record = {k: v for row in found for k, v in row.items()}  # the latest of each field
         finished = any(r.get("status") == DONE for r in found)
         return Earlier(_when(found[0]), record, finished, bool(same)), key
+
+
+def _same_call(row: JsonObject, scope: str, action: Action) -> bool:
+    """``row`` is a record of the same message, kind of action and target as ``action``."""
+    same = row.get("scope") == scope and row.get("kind") == action.kind
+    return same and row.get("target") == action.target
+
+
+@dataclass(frozen=True)
+class OnceCall:
+    """A skill call as its ledger matches it (``Skill.once_call``): the gate keeps the owner's no to it there,
+    under the turn's message, and a replay of the turn after a kill is refused unasked."""
+
+    ledger: ActionLedger
+    run: TurnRun
+    action: Action
+
+    def declined_before(self) -> str | None:
+        """The model's sentence when the owner declined this call for the turn's message before, else None."""
+        when = self.ledger.declined(self.run, self.action)
+        if when is None:
+            return None
+        at = done_at(Earlier(when, {}, False, False), datetime.now().astimezone())
+        return (
+            f"The owner declined this at {at} for this message; it was not done, and they are not asked again. "
+            "Tell the user; they can ask for it again in a new message."
+        )
+
+    def decline(self) -> None:
+        self.ledger.decline(self.run, self.action)
 
 
 def _when(row: JsonObject) -> datetime:

@@ -29,6 +29,9 @@ A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
   add): True when the call matches an action the
   turn's message already did (the turn run again after a crash), so ``run`` will only say so; the gate then asks
   the owner nothing (nothing will happen). It must agree with ``run``: its ledger's ``earlier``.
+- ``once_call(workspace, args, context) -> OnceCall | None`` (optional): the same call as its ledger matches it
+  (``skills/once.py``: the ledger, ``turn_run(context)`` and the ``Action``); the gate keeps the owner's no to it
+  there, so the turn run again after a kill refuses it unasked ("the owner declined this at 16:49").
 - ``goes_to(workspace, args, context) -> str | None`` (optional): for a call that reaches someone its arguments
   do not name (``mail``'s reply goes to the original's sender): who, resolved as ``run`` resolves it; the owner's
   question shows it ("goes to: ..."). None, or a check that fails, shows nothing more.

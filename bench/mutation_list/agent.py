@@ -20,6 +20,14 @@ from mutation_list.common import (
 MUTATIONS: tuple[Mutation, ...] = (
     # -- the gate of every skill call (agent/guard.py) -------------------------------------------------
     Mutation(
+        "once-declined-asked-again",
+        f"{BOT}/agent/guard.py",
+        "        declined = matched.declined_before() if matched is not None else None",
+        "        declined = None",
+        "the owner who declined a mail before a kill is asked again by the replay, which may then send it",
+        ("test_once_replay.py",),
+    ),
+    Mutation(
         "guard-read-drops-network",
         f"{BOT}/agent/guard.py",
         'return ["read", *reach]',

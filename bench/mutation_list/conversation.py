@@ -123,6 +123,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the owner's 'no' on Signal confirms the call",
         (*CHANNEL_KIT, "test_signal.py"),
     ),
+    Mutation(
+        "approval-owner-no-not-told-apart",
+        f"{BOT}/conversation/approvals.py",
+        "        return self._take(key, OWNER_NO if answer is False else answer)",
+        "        return self._take(key, answer)",
+        "the owner's no is not kept for the message: the replay after a kill asks the same question again",
+        ("test_reply_questions.py", "test_once_replay.py"),
+    ),
+    Mutation(
+        "approval-stop-kept-as-owners-no",
+        f"{BOT}/conversation/approvals.py",
+        "        return sum(self._take(key, False) for key in keys)",
+        "        return sum(self.answer(key, False) for key in keys)",
+        "/stop during a question is kept as the owner's no: the replay refuses the call, saying they declined it",
+        ("test_reply_questions.py",),
+    ),
     # -- a channel's stop: nothing of a turn outlives the channel's loop (conversation/shutdown.py, pool.py) ------
     Mutation(
         "stop-question-left-open",

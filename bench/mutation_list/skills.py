@@ -353,8 +353,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "once-target-ignored",
         f"{AF}/skills/once.py",
-        '                and row.get("target") == action.target',
-        "                and True",
+        '    return same and row.get("target") == action.target',
+        "    return same",
         "the replay's mail to Bob, which the first run never sent, is taken for its mail to Anna: unsent, unasked",
         ("test_once_replay.py", "test_mail_skill.py"),
     ),

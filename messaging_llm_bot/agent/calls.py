@@ -14,6 +14,7 @@ from assistant_framework.access import guest_workspace
 from assistant_framework.agentskills.tools import RUN_SCRIPT, SKILL_DOC
 from assistant_framework.config.settings import Settings
 from assistant_framework.skills import OUTSIDE_LABEL, PreparedCall, SkillContext, SkillManager, SkillResult
+from assistant_framework.skills.once import OnceCall
 from assistant_framework.skills.spec import missing_service
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import CallGate, GateResult, touches_untrusted
@@ -133,6 +134,7 @@ class CallRunner:
             outside=tuple(turn.outside),
             done_before=self._done_before(call, where, context),
             goes_to=self._goes_to(call, where, context),
+            once=self._once_call(call, where, context),
         )
         record.decision = gate.decision.action
         if not gate.allowed:
@@ -176,6 +178,23 @@ class CallRunner:
             return str(found) if found else None
 
         return who
+
+    @staticmethod
+    def _once_call(call: PreparedCall, where: Workspace, context: SkillContext) -> Callable[[], OnceCall | None] | None:
+        """The call as its skill's ledger matches it (``Skill.once_call``), read only when the owner would be asked;
+        a check that fails is None (asked as ever, the no not kept)."""
+        check = call.skill.once_call
+        if check is None:
+            return None
+
+        def matched() -> OnceCall | None:
+            try:
+                return check(where, call.args_copy(), context)
+            except Exception:  # noqa: BLE001 - a plugin's check must not break the turn; asking is the safe side
+                log.warning("%s: once_call failed; the owner is asked", call.skill.name, exc_info=True)
+                return None
+
+        return matched
 
     @staticmethod
     def _done_before(call: PreparedCall, where: Workspace, context: SkillContext) -> Callable[[], bool] | None:

@@ -28,6 +28,7 @@ from assistant_framework.policy import (
 )
 from assistant_framework.skills import OUTSIDE_LABEL, SkillArgs
 from assistant_framework.skills.loader import Skill
+from assistant_framework.skills.once import OnceCall
 from assistant_framework.stores.provenance import UNTRUSTED_RECORD
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.honesty import READ_ACTIONS
@@ -68,6 +69,9 @@ _PATH_KEYS = ("path", "paths", "file", "folder")
 #: The owner's third answer, "allow for this conversation" (``approve`` returns it instead of True); a
 #: frontend offers it when the question says ``allow_conversation``.
 ALLOW_CONVERSATION = "conversation"
+#: The owner's own no (a button, a typed "no", the page's Decline): falsy as every no, and told apart from the no
+#: of a question no one answered, the bot's stop or /stop (False): only the owner's is kept (``OnceCall.decline``).
+OWNER_NO = ""
 #: The chat a call is made in, as the skills' context names it (None: no chat, a job run or a served client).
 ChatId = int | str | None
 
@@ -207,6 +211,8 @@ class GateResult:
     refusal: str | None = None
     #: Runs under the owner's "allow for this conversation": what it reads is covered by it too.
     conversation_allowed: bool = False
+    #: Refused by the owner's own no (``OWNER_NO``), not by a question no one answered or a stop.
+    owner_no: bool = False
 
 
 #: The capability of a call that runs a program (a SKILL.md skill's script): never in a guest chat.
@@ -289,6 +295,7 @@ class CallGate:
         outside: tuple[str, ...] = (),
         done_before: Callable[[], bool] | None = None,
         goes_to: Callable[[], str | None] | None = None,
+        once: Callable[[], OnceCall | None] | None = None,
     ) -> GateResult:
         """Decide, asking the owner when needed; a refused call is audited here.
 
@@ -297,7 +304,9 @@ class CallGate:
         call that asks only because outside content is in view and only for ``network`` may be allowed
         by the owner for this conversation; it then runs unasked while that content is all there is.
         ``done_before``: True when the call matches what the turn's message already did (a replay after a crash,
-        ``Skill.done_before``): it will do nothing again, so no one is asked."""
+        ``Skill.done_before``): it will do nothing again, so no one is asked. ``once``: the call as its skill's
+        ledger matches it (``Skill.once_call``), where the owner's no is kept: a call they declined for the turn's
+        message is refused unasked (the turn run again after a kill)."""
         caps = capabilities_for(skill, args)
         if guest and EXEC in caps:
             # A guest never runs a program on the owner's machine, whatever the policy or guest_skills say.
@@ -326,7 +335,15 @@ class CallGate:
             )
         if done_before is not None and done_before():
             return GateResult(True, Decision("allow", f"{decision.reason}; done before for this message, not again"))
-        return self._ask_owner(skill, args, caps, decision, chat, approve, offer, conversation, outside, goes_to)
+        matched = once() if once is not None else None
+        declined = matched.declined_before() if matched is not None else None
+        if declined is not None:
+            self.audit(chat, skill.name, args, "ask", "declined_before")
+            return GateResult(False, decision, declined)
+        gate = self._ask_owner(skill, args, caps, decision, chat, approve, offer, conversation, outside, goes_to)
+        if gate.owner_no and matched is not None:
+            matched.decline()
+        return gate
 
     def _decide(
         self,
@@ -408,7 +425,7 @@ class CallGate:
                 f"The owner did not confirm this call ({decision.reason}); it was not done. "
                 "Do not retry it unless the user asks again."
             )
-        return GateResult(False, decision, refusal)
+        return GateResult(False, decision, refusal, owner_no=answer == OWNER_NO and approve is not None)
 
     def _allowed_but_for_outside(
         self, skill: Skill, caps: list[str], args: SkillArgs, workspace: Workspace | None, guest: bool

@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any, TypeVar
 
-from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, QUESTION_ARGS_CHARS, ApprovalRequest
+from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, OWNER_NO, QUESTION_ARGS_CHARS, ApprovalRequest
 from messaging_llm_bot.conversation.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ def chosen_text(answer: Answer | None) -> str:
 
 def fail_closed(answer: object) -> Answer:
     """Only a confirm or an allowance passes; anything else (an error's value, None) is a decline."""
-    return answer if answer is True or answer == ALLOW_CONVERSATION else False
+    return answer if answer is True or (isinstance(answer, str) and answer in (ALLOW_CONVERSATION, OWNER_NO)) else False
 
 
 class _Asked:
@@ -271,7 +271,11 @@ class OpenQuestions:
     def answer(self, key: str, answer: Answer) -> bool:
         """Answer the question under ``key``; False when there is none open (expired, answered). An allowance
         the question did not offer confirms this call only. False too when the channel's stop declined the question
-        in the same loop pass, before its task saw the cancel: the answer is one decision (``_Asked``)."""
+        in the same loop pass, before its task saw the cancel: the answer is one decision (``_Asked``). A no is the
+        owner's (``OWNER_NO``: the gate keeps it for the call)."""
+        return self._take(key, OWNER_NO if answer is False else answer)
+
+    def _take(self, key: str, answer: Answer) -> bool:
         future = self._futures.get(key)
         if future is None or future.done():
             return False
@@ -297,7 +301,7 @@ class OpenQuestions:
     def decline_all(self, chat: Hashable) -> int:
         """Answer no to every open question in ``chat`` (the owner stopped the turn); how many there were."""
         keys = [key for key, asked_in in self._chats.items() if asked_in == chat]
-        return sum(self.answer(key, False) for key in keys)
+        return sum(self._take(key, False) for key in keys)  # a stop, not the owner's no to the call
 
     async def ask_yes_no(self, key: str, send: Callable[[], Awaitable[object]], timeout: float) -> bool:
         """The contract's ``ask_yes_no`` where the answer is the owner's next message: a question under ``key``

@@ -16,12 +16,14 @@ from zoneinfo import ZoneInfo
 import icalendar
 from icalendar.cal import Component
 
+from assistant_framework.skills.once import OnceCall
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
 from assistant_framework.workspace import Workspace
 
 from .ledger import done_before as _done_before
 from .ledger import once
+from .ledger import once_call as _once_call
 from .server import event_by_uid, owner_calendar
 from .times import local_moment, shown
 
@@ -86,6 +88,13 @@ def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | N
     if context is None or not context.private or args.get("action") not in ("create", "move", "delete"):
         return False
     return _done_before(workspace, context, args)
+
+
+def once_call(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> OnceCall | None:
+    """A create, move or delete as the ledger matches it (the gate keeps the owner's no there)."""
+    if context is None or not context.private or args.get("action") not in ("create", "move", "delete"):
+        return None
+    return _once_call(workspace, context, args)
 
 
 def _change(calendar: Calendar, args: SkillArgs, start: datetime | None, zone: ZoneInfo) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from assistant_framework.skills.once import Action, ActionLedger, Earlier, done_at, turn_run
+from assistant_framework.skills.once import Action, ActionLedger, Earlier, OnceCall, done_at, turn_run
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import context_now
 from assistant_framework.workspace import Workspace
@@ -48,3 +48,8 @@ def once(workspace: Workspace, context: SkillContext, args: SkillArgs, change: C
 def done_before(workspace: Workspace, context: SkillContext, args: SkillArgs) -> bool:
     """This change was made (or begun) before for the turn's message: nothing will reach the server."""
     return ActionLedger(workspace, CHANGES).earlier(turn_run(context), change_of(args)) is not None
+
+
+def once_call(workspace: Workspace, context: SkillContext, args: SkillArgs) -> OnceCall:
+    """This change as the ledger matches it (the gate keeps the owner's no there)."""
+    return OnceCall(ActionLedger(workspace, CHANGES), turn_run(context), change_of(args))

@@ -14,7 +14,7 @@ from email.message import EmailMessage
 from email.utils import parseaddr
 
 from assistant_framework.json_types import JsonObject
-from assistant_framework.skills.once import Action, ActionLedger, Earlier, done_at, turn_run
+from assistant_framework.skills.once import Action, ActionLedger, Earlier, OnceCall, done_at, turn_run
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
@@ -82,13 +82,19 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
 def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> bool:
     """This send was made before for the turn's message (a replay after a crash): nothing will go out, so the
     owner is not asked about it (skills/once.py)."""
+    call = once_call(workspace, args, context)
+    return call is not None and call.ledger.earlier(call.run, call.action) is not None
+
+
+def once_call(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> OnceCall | None:
+    """A send or reply as the ledger matches it (the gate keeps the owner's no there); None: nothing goes out."""
     if context is None or not context.private or args.get("action") == "draft":
-        return False
+        return None
     try:
         message, to = _message(workspace, args, context)
     except ValueError:
-        return False  # a call the run refuses in one sentence
-    return ActionLedger(workspace, SENT_LOG).earlier(turn_run(context), _action(message, to, args["body"])) is not None
+        return None  # a call the run refuses in one sentence
+    return OnceCall(ActionLedger(workspace, SENT_LOG), turn_run(context), _action(message, to, args["body"]))
 
 
 def goes_to(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str | None:
