@@ -474,7 +474,9 @@ def test_without_the_matrix_library_the_doctor_runs_and_names_it_only_when_matri
     from messaging_llm_bot.ops.channels.doctor import Context, channel_checks
 
     monkeypatch.setitem(sys.modules, "nio", None)  # import nio raises ImportError, as where it is not installed
-    for name in [m for m in sys.modules if m.startswith("messaging_llm_bot.channels.matrix.")]:
+    # The channel's runtime and its ops part (probe, doctor) alike: another test in this worker may have imported them.
+    matrix = ("messaging_llm_bot.channels.matrix.", "messaging_llm_bot.ops.channels.matrix.")
+    for name in [m for m in sys.modules if m.startswith(matrix)]:
         monkeypatch.delitem(sys.modules, name)
     checks = dict(channel_checks())
     ctx = Context(tmp_path / "config", tmp_path / "ws", True, {"matrix": {"enabled": False}})
