@@ -277,3 +277,16 @@ def test_the_audit_log_is_cut_to_its_newest_lines_past_its_size(bot_config, impo
     assert important.path(AUDIT_LOG).stat().st_size <= AUDIT_CAP.max_bytes // 2 and len(kept) <= AUDIT_CAP.keep_lines
     assert kept[-1]["skill"] == "file" and kept[-1]["outcome"] == "ok"
     assert [row["args"]["n"] for row in kept[:-1]] == list(range(count - len(kept) + 1, count))
+
+
+def test_the_web_pages_audit_line_cuts_the_audit_log_too(workspace) -> None:
+    """The other writer of audit lines, the web page's edit of a memory file (web/memfiles.py), keeps the bound."""
+    from assistant_framework.policy import AUDIT_CAP, AUDIT_LOG
+    from assistant_framework.web.memfiles import save
+
+    line = '{"time":"2025-01-01T00:00:00+00:00","chat":1,"skill":"old","args":{"n":%07d},"outcome":"ok"}\n'
+    workspace.write_text(AUDIT_LOG, "".join(line % n for n in range(AUDIT_CAP.max_bytes // len(line % 0) + 10)))
+    save(workspace, None, "notes/shopping.md", "# Shopping\nmilk\n")
+    kept = workspace.read_jsonl(AUDIT_LOG)
+    assert workspace.path(AUDIT_LOG).stat().st_size <= AUDIT_CAP.max_bytes // 2
+    assert kept[-1]["skill"] == "web" and kept[-1]["args"]["path"] == "notes/shopping.md"
