@@ -30,6 +30,6 @@ together for a batch (fsync).
 
 from assistant_framework.inbox.item import PENDING_DIR, InboxItem, conversation_dir
 from assistant_framework.inbox.seen import SEEN_KEEP, SEEN_LOG
-from assistant_framework.inbox.store import Inbox
+from assistant_framework.inbox.store import AcceptBusy, Inbox
 
-__all__ = ["PENDING_DIR", "SEEN_KEEP", "SEEN_LOG", "Inbox", "InboxItem", "conversation_dir"]
+__all__ = ["PENDING_DIR", "SEEN_KEEP", "SEEN_LOG", "AcceptBusy", "Inbox", "InboxItem", "conversation_dir"]

@@ -8,7 +8,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 from assistant_framework.inbox.fsync import fsync_all
@@ -22,6 +22,10 @@ log = logging.getLogger(__name__)
 
 #: One message for ``accept_many``: (source_id, conversation_id, payload[, fingerprint]).
 AcceptEntry = tuple[str, str, InboxPayload] | tuple[str, str, InboxPayload, str]
+
+
+class AcceptBusy(Exception):
+    """``accept(wait=False)`` found another acceptance under way (its fsync may take a while): nothing was done."""
 
 
 class Inbox:
@@ -59,21 +63,31 @@ class Inbox:
     # -- incoming -------------------------------------------------------------
 
     def accept(
-        self, source_id: str, conversation_id: str, payload: InboxPayload, fingerprint: str = "", *, synced: bool = True
+        self,
+        source_id: str,
+        conversation_id: str,
+        payload: InboxPayload,
+        fingerprint: str = "",
+        *,
+        synced: bool = True,
+        wait: bool = True,
     ) -> InboxItem | None:
         """Persist a new message before it is processed; None when ``source_id`` was already accepted.
 
         With a ``fingerprint`` (what the message is), a known source id whose recorded fingerprint
         differs is a new message under a reused id (the source restarted its id sequence, e.g. another
         Telegram Bot API server): it is accepted, with a warning. A re-delivery has the same fingerprint.
-        ``synced=False``: as ``accept_many``'s.
+        ``synced=False``: as ``accept_many``'s. ``wait=False``: ``AcceptBusy`` rather than a wait for another
+        acceptance (an event loop must not wait out its fsync).
         """
         # The batch's way with one entry: the file written (atomic rename), then it and its folder fsynced
         # together, one journal commit (fsync, rename, fsync one after the other waited for two, on the turn's
         # path before its model call); seen is recorded after that.
-        return self.accept_many([(source_id, conversation_id, payload, fingerprint)], synced=synced)[0]
+        return self.accept_many([(source_id, conversation_id, payload, fingerprint)], synced=synced, wait=wait)[0]
 
-    def accept_many(self, entries: Sequence[AcceptEntry], *, synced: bool = True) -> list[InboxItem | None]:
+    def accept_many(
+        self, entries: Sequence[AcceptEntry], *, synced: bool = True, wait: bool = True
+    ) -> list[InboxItem | None]:
         """``accept`` for a batch of ``(source_id, conversation_id, payload[, fingerprint])``, fsyncs together.
 
         Every item file is written (atomic rename), then all files and folders are fsynced at once
@@ -87,7 +101,7 @@ class Inbox:
         next getUpdates offset), so the turn runs while the disk commits. Completing one logs its id first.
         """
         results: list[InboxItem | None] = []
-        with self._accepting:
+        with self._acceptance(wait):
             fresh: list[InboxItem] = []
             try:
                 for entry in entries:
@@ -118,6 +132,16 @@ class Inbox:
                     for item in fresh:  # a crash before these lines is repaired at the next start (see __init__)
                         self._seen.record(item.source_id, item.fingerprint)
         return results
+
+    @contextlib.contextmanager
+    def _acceptance(self, wait: bool) -> Iterator[None]:
+        """``_accepting`` held; without ``wait``, ``AcceptBusy`` when another acceptance holds it."""
+        if not self._accepting.acquire(blocking=wait):
+            raise AcceptBusy("another message is being stored")
+        try:
+            yield
+        finally:
+            self._accepting.release()
 
     def note(self, source_id: str) -> None:
         """Remember a message handled at once without an item (a command answered, a question's answer), so the

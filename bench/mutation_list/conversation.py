@@ -598,4 +598,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a model's escape sequences reach the owner's terminal (the clipboard, the title, text hidden or overwritten)",
         ("test_hostile_model.py",),
     ),
+    Mutation(
+        "intake-loop-waits-for-fsync",
+        f"{BOT}/conversation/intake.py",
+        "                return self.inbox.accept(*entry, synced=False, wait=False)",
+        "                return self.inbox.accept(*entry, synced=False, wait=True)",
+        "a polled message stored while another one's fsync is under way stalls the event loop (every chat) for it",
+        ("test_intake_store.py",),
+    ),
 )

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox import AcceptBusy, Inbox, InboxItem
 from assistant_framework.inbox.item import InboxPayload
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.busy import answered_by_recorded
@@ -305,13 +305,7 @@ class ChannelIntake:
         store it, the chat is told once and, with ``wait``, it is tried again with a growing pause."""
         while True:
             try:
-                item = await asyncio.to_thread(
-                    functools.partial(self.inbox.accept, synced=synced),
-                    arrival.source_id,
-                    arrival.conversation_id,
-                    arrival.payload,
-                    arrival.fingerprint,
-                )
+                item = await self._accept(arrival, synced)
             except OSError as err:
                 held = f"the message {arrival.message_id} from {arrival.sender}"
                 pause = self.storage.failed(err, held, refused=self.wait is None)
@@ -331,6 +325,19 @@ class ChannelIntake:
                 continue
             self.storage.ok()
             return item
+
+    async def _accept(self, arrival: Arrival, synced: bool) -> InboxItem | None:
+        """``Inbox.accept``; unsynced (no fsync in it: ``sync_stored`` commits it before the platform is told), in
+        the event loop: a hand-off to a thread and back, two wake-ups on the way to the turn, cost more than the
+        write (``ItemTurns.make_reply``'s ledger write says the same). Another acceptance's fsync under way
+        (``AcceptBusy``): in a thread, as a synced one, so the loop never waits for a disk."""
+        entry = (arrival.source_id, arrival.conversation_id, arrival.payload, arrival.fingerprint)
+        if not synced:
+            try:
+                return self.inbox.accept(*entry, synced=False, wait=False)
+            except AcceptBusy:
+                pass
+        return await asyncio.to_thread(functools.partial(self.inbox.accept, synced=synced), *entry)
 
 
 def left_by_last_run(inbox: Inbox, prefix: str, channel: str) -> tuple[list[InboxItem], list[InboxItem]]:
