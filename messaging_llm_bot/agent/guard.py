@@ -9,6 +9,7 @@ and appends every call with its decision and outcome to ``state/audit.jsonl``.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 from collections.abc import Callable, Collection
@@ -335,12 +336,28 @@ class CallGate:
             )
         if done_before is not None and done_before():
             return GateResult(True, Decision("allow", f"{decision.reason}; done before for this message, not again"))
+        ask = functools.partial(
+            self._ask_owner, skill, args, caps, decision, chat, approve, offer, conversation, outside, goes_to
+        )
+        return self._ask_unless_declined(once, skill.name, args, chat, decision, ask)
+
+    def _ask_unless_declined(
+        self,
+        once: Callable[[], OnceCall | None] | None,
+        name: str,
+        args: SkillArgs,
+        chat: ChatId,
+        decision: Decision,
+        ask: Callable[[], GateResult],
+    ) -> GateResult:
+        """``ask()`` the owner, unless they declined this call for the turn's message before (``once``): then it
+        is refused unasked; their no now is kept there."""
         matched = once() if once is not None else None
         declined = matched.declined_before() if matched is not None else None
         if declined is not None:
-            self.audit(chat, skill.name, args, "ask", "declined_before")
+            self.audit(chat, name, args, "ask", "declined_before")
             return GateResult(False, decision, declined)
-        gate = self._ask_owner(skill, args, caps, decision, chat, approve, offer, conversation, outside, goes_to)
+        gate = ask()
         if gate.owner_no and matched is not None:
             matched.decline()
         return gate
