@@ -354,25 +354,34 @@ def test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grow
     assert min(gaps) >= interval, gaps
 
 
-def test_only_the_events_the_live_message_shows_wake_the_loop():
+def test_only_the_events_the_live_message_shows_wake_the_loop(monkeypatch):
     """A round's "thinking", a skill's result, "done", and the answer's text when not streaming reach the loop no
     more: each was a self-pipe write from the turn's thread and a pass of the loop for nothing. A skill call (its
-    status line) and, streaming, the answer's text still do."""
+    status line) does. Streaming, the answer's text wakes the loop only when the worker waits for it: a delta in
+    the first message's grace or an edit's interval is read when that wait ends (it is still shown)."""
     import asyncio
 
     from messaging_llm_bot.channels.telegram.progress import TelegramLive
+    from messaging_llm_bot.conversation import progress as progress_mod
     from messaging_llm_bot.conversation.progress import Progress
 
-    async def scenario() -> tuple[list[str], list[str], list]:
+    monkeypatch.setattr(progress_mod, "FIRST_MESSAGE_GRACE_SECONDS", 0.2)
+
+    def event(kind: str, data: dict) -> object:
+        ev = type("Ev", (), {})()
+        ev.kind, ev.data = kind, data
+        return ev
+
+    async def scenario() -> tuple[list[str], list[str], list[str], list, list]:
         bot = _RecordingBot()
-        p = Progress(TelegramLive(bot, 1), stream=False)
+        p = Progress(TelegramLive(bot, 1), stream=False, edit_interval=0.1)
         await p.start()
         loop = asyncio.get_running_loop()
         woken: list[str] = []
         real = loop.call_soon_threadsafe
 
         def counting(callback, *args, **kwargs):
-            woken.append(args[0] if args else "")
+            woken.append(getattr(callback, "__name__", ""))
             return real(callback, *args, **kwargs)
 
         loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
@@ -383,19 +392,21 @@ def test_only_the_events_the_live_message_shows_wake_the_loop():
             ("skill_call", {"skill": "notes", "args": {}, "round": 1}),
             ("done", {}),
         ):
-            ev = type("Ev", (), {})()
-            ev.kind, ev.data = kind, data
-            p.on_event(ev)
+            p.on_event(event(kind, data))
         quiet = list(woken)
         p.stream = True
-        ev = type("Ev", (), {})()
-        ev.kind, ev.data = "delta", {"text": "shown"}
-        p.on_event(ev)
         for _ in range(20):
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the skill call's status wakes the worker: it waits out the grace
+        p.on_event(event("delta", {"text": "shown"}))  # in the grace: no wake-up, read when it ends
+        in_grace = list(woken)
+        await asyncio.sleep(0.4)  # the grace over, the text shown, an edit's interval over: the worker is idle
+        shown_first = list(bot.calls)
+        p.on_event(event("delta", {"text": "shown more"}))  # the worker idle: woken
+        await asyncio.sleep(0.3)
         await p.stop()
         del loop.call_soon_threadsafe
-        return quiet, woken, bot.calls
+        return quiet, in_grace, woken, shown_first, bot.calls
 
-    quiet, woken, _calls = asyncio.run(scenario())
-    assert quiet == ["skill_call"] and woken == ["skill_call", "delta"]
+    quiet, in_grace, woken, shown_first, calls = asyncio.run(scenario())
+    assert quiet == ["_apply"] and in_grace == ["_apply"] and woken == ["_apply", "set"]
+    assert ("send", "shown ▍") in shown_first and ("edit", "shown more ▍") in calls

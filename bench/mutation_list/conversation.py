@@ -606,4 +606,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a polled message stored while another one's fsync is under way stalls the event loop (every chat) for it",
         ("test_intake_store.py",),
     ),
+    Mutation(
+        "progress-delta-wakes-loop-always",
+        f"{BOT}/conversation/progress.py",
+        "            if self._idle:\n                self._loop.call_soon_threadsafe(self._wake.set)",
+        "            if True:\n                self._loop.call_soon_threadsafe(self._wake.set)",
+        "each streamed delta wakes the event loop while the live message's worker waits out its grace or interval:"
+        " a self-pipe write and the GIL taken from the turn's thread for nothing",
+        ("test_telegram_progress.py",),
+    ),
 )
