@@ -93,7 +93,13 @@ def test_a_picture_goes_as_a_photo_and_a_forwarded_turn_asks_first(fake, start_b
     decline(fake, question)
     fake.wait_for(lambda: "Not sent." in texts(fake), timeout=15)
     assert _uploads(fake) == []
-    assert [row["path"] for row in workspace.read_jsonl(LEDGER)] == ["charts/spending.png"] * 2  # sending, sent
+    rows = [(row["path"], row["status"]) for row in workspace.read_jsonl(LEDGER)]
+    # The photo: sending, sent; the csv: only the owner's no (kept, so a replay after a kill is not asked again).
+    assert rows == [
+        ("charts/spending.png", "begun"),
+        ("charts/spending.png", "done"),
+        ("exports/expenses.csv", "declined"),
+    ]
 
 
 def test_signal_sends_the_file_as_an_attachment(start, daemon, chat_server, workspace):

@@ -296,3 +296,29 @@ def test_a_replayed_file_with_another_caption_is_not_sent_again(tmp_path, bot_co
     assert any("Here it is." in t for t in chat)
     assert [d["caption"] for d in documents(seen[0])] == ["November"]
     assert model.runs == 2 and "not sent again" in model.results[-1]
+
+
+@pytest.mark.timeout(120)
+def test_a_file_the_owner_declined_before_the_kill_is_not_asked_again_and_not_sent(tmp_path, bot_config):
+    """As the mail above, for send_file under a policy that asks for it: one question, no document."""
+    model = ReplayingModel(
+        "send_file",
+        [{"path": "exports/expenses.csv", "caption": "November"}, {"path": "exports/expenses.csv", "caption": "Nov."}],
+        "Not sent.",
+    )
+    (tmp_path / "workspace" / "exports").mkdir(parents=True)
+    (tmp_path / "workspace" / "exports" / "expenses.csv").write_bytes(b"date,amount\n2026-11-02,12.50\n")
+    ledger = tmp_path / "workspace" / "state" / "files_out.jsonl"
+    seen: list[FakeBotAPI] = []
+
+    def declined(fake: FakeBotAPI) -> bool:
+        if not seen and _questions(fake):
+            _press(fake, ":no")
+            seen.append(fake)
+        return ledger.exists() and '"declined"' in ledger.read_text() and len(model.results) == 1
+
+    extra = {"policy": {"skills": {"send_file": "ask"}}}
+    chat = run_killed_turn(tmp_path, bot_config, model, extra, "send me November's expenses", declined)
+    assert [t for t in chat if t.startswith(QUESTION)] == [chat[0]]
+    assert any("Not sent." in t for t in chat) and seen[0].calls("sendDocument") == []
+    assert model.runs == 2 and "The owner declined this at" in model.results[-1]

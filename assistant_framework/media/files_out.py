@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from assistant_framework.json_types import JsonObject
-from assistant_framework.skills.once import Action, ActionLedger, Earlier, TurnActions, TurnRun, done_at
+from assistant_framework.skills.once import Action, ActionLedger, Earlier, OnceCall, TurnActions, TurnRun, done_at
 from assistant_framework.workspace import Workspace
 
 LEDGER = "state/files_out.jsonl"
@@ -90,8 +90,13 @@ class FileSender:
 
     def done_before(self, area: Workspace, path: str, caption: str = "") -> bool:
         """This file was sent (or begun) for the message before, the caption worded as it may be: nothing will go."""
+        call = self.once_call(area, path, caption)
+        return call.ledger.earlier(call.run, call.action) is not None
+
+    def once_call(self, area: Workspace, path: str, caption: str = "") -> OnceCall:
+        """This file's send as the ledger matches it (the gate keeps the owner's no there)."""
         one = self.check(area, path, caption)
-        return ActionLedger(self.ledger, LEDGER).earlier(self._run, _file_action(one, _sha256(one.path))) is not None
+        return OnceCall(ActionLedger(self.ledger, LEDGER), self._run, _file_action(one, _sha256(one.path)))
 
     def check(self, area: Workspace, path: str, caption: str) -> FileToSend:
         """The file made ready to send, or ``FileRefused`` with why not."""

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.json_types import JsonObject, JsonSchema
-from assistant_framework.skills.once import TurnActions
+from assistant_framework.skills.once import OnceCall, TurnActions
 from assistant_framework.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -105,6 +105,10 @@ class SendFile(Protocol):
 
     def done_before(self, area: Workspace, path: str, caption: str = "") -> bool:
         """This file went (or began to go) for the turn's message before: the call will send nothing."""
+        ...
+
+    def once_call(self, area: Workspace, path: str, caption: str = "") -> OnceCall:
+        """This file's send as the ledger matches it (the gate keeps the owner's no there)."""
         ...
 
 

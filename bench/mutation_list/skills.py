@@ -375,6 +375,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_builtin_skills.py",),
     ),
     Mutation(
+        "files-out-declined-asked-again",
+        "skills/send_file/__init__.py",
+        '    return None if sender is None else sender.once_call(workspace, args["path"], args.get("caption") or "")',
+        "    return None",
+        "the owner who declined a file before a kill is asked again by the replay, which may then send it",
+        ("test_once_replay.py",),
+    ),
+    Mutation(
         "once-refused-blocks-retry",
         f"{AF}/skills/once.py",
         ' if not any(r.get("status") == FAILED for r in found)}',

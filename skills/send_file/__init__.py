@@ -11,6 +11,7 @@ owner in a turn with outside content.
 
 from __future__ import annotations
 
+from assistant_framework.skills.once import OnceCall
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.workspace import Workspace
 
@@ -45,3 +46,9 @@ def done_before(workspace: Workspace, args: SkillArgs, context: SkillContext | N
     """The file went for the turn's message before (a replay after a crash): nothing will go, nobody is asked."""
     sender = context.services.get("send_file") if context is not None else None
     return sender is not None and sender.done_before(workspace, args["path"], args.get("caption") or "")
+
+
+def once_call(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> OnceCall | None:
+    """The send as the ledger matches it: the gate keeps the owner's no there (a replay after a kill is not asked)."""
+    sender = context.services.get("send_file") if context is not None else None
+    return None if sender is None else sender.once_call(workspace, args["path"], args.get("caption") or "")
