@@ -93,9 +93,12 @@ def test_the_owner_approves_and_the_dentist_moves_to_friday_in_the_owners_zone(
     assert "[outside content]" in json.dumps(listed["messages"][-1])  # what made the move ask
 
 
-def test_declined_the_dentist_stays_where_it_was(fake, start_bot, chat_server, radicale, calendar):
+def test_declined_the_dentist_stays_where_it_was(fake, start_bot, chat_server, radicale, calendar, workspace):
     _, url, dentist = _move_turn(fake, start_bot, chat_server, radicale, calendar, yes=False)
     assert stored(radicale, url) == {"dentist-1": dentist}
+    # The owner's no is kept for the message (a replay after a kill is refused unasked), no change begun.
+    changes = [(row["kind"], row["target"], row["status"]) for row in workspace.read_jsonl("calendar/changes.jsonl")]
+    assert changes == [("move", "dentist-1", "declined")]
 
 
 def test_a_guest_chat_never_reaches_the_calendar(fake, start_bot, chat_server, radicale, calendar):

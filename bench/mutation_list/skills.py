@@ -383,6 +383,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_once_replay.py",),
     ),
     Mutation(
+        "calendar-declined-asked-again",
+        "skills/calendar/__init__.py",
+        "    return _once_call(workspace, context, args)",
+        "    return None",
+        "the owner who declined a calendar change before a kill is asked again by the replay, which may then make it",
+        ("test_calendar_skill.py",),
+    ),
+    Mutation(
         "once-refused-blocks-retry",
         f"{AF}/skills/once.py",
         ' if not any(r.get("status") == FAILED for r in found)}',
