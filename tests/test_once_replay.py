@@ -12,6 +12,8 @@ not go out.
 from __future__ import annotations
 
 import json
+import signal
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -20,6 +22,8 @@ from pathlib import Path
 import icalendar
 import pytest
 
+from assistant_framework.workspace import Workspace
+from tests.console_harness import Terminal, write_config
 from tests.crash_bot import BotProcess, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.caldav_server import CalDAVServer
@@ -322,3 +326,55 @@ def test_a_file_the_owner_declined_before_the_kill_is_not_asked_again_and_not_se
     assert [t for t in chat if t.startswith(QUESTION)] == [chat[0]]
     assert any("Not sent." in t for t in chat) and seen[0].calls("sendDocument") == []
     assert model.runs == 2 and "The owner declined this at" in model.results[-1]
+
+
+# -- the terminal chat: y/N at the prompt ----------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_the_terminal_owner_who_typed_n_before_the_kill_is_not_asked_again(tmp_path, smtp, test_skills_dir):
+    """The terminal chat on a pty: the owner types "n" at the mail's [y/N], the process is killed (SIGKILL) before
+    the turn ends and started again; the message left unanswered is answered, and its send, in other words, is
+    refused unasked: no second [y/N], no mail, and the model is told when they declined."""
+    pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
+    model = ReplayingModel(
+        "mail",
+        [
+            {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "Yes, I'll come!"},
+            {"action": "send", "to": "Anna <anna@example.org>", "subject": "Sat", "body": "Count me in."},
+        ],
+        "Not mailed.",
+    )
+    workspace = Workspace(tmp_path / "ws").root  # an existing workspace: a new one would be asked about
+    ledger = workspace / "mail" / "sent.jsonl"
+    with FakeChatServer() as server:
+        server.set_handler(model)
+        config = write_config(tmp_path / "config", server.base_url, test_skills_dir)
+        (config / "mail.json").write_text(json.dumps(mail_config(smtp)))
+        argv = [sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config)]
+        argv += ["--workspace", str(workspace)]
+        term = Terminal(argv)
+        try:
+            term.wait_for("you> ")
+            term.type("mail Anna that I'll come\r")
+            term.wait_for("[y/N]")
+            term.type("n\r")
+            wait_until(lambda: model.results, timeout=30)  # the declined call's result is with the model
+            term.proc.send_signal(signal.SIGKILL)  # the turn waits for the model's answer to it
+            term.proc.wait(10)
+        finally:
+            term.close()
+        model.release.set()
+        term = Terminal(argv)
+        try:
+            term.wait_for("left unanswered by the last run")
+            shown = term.wait_for_any(("Not mailed.", "[y/N]"))
+            assert shown == "Not mailed.", term.output  # not asked again
+            term.wait_for("you> ", start=term.output.index("Not mailed."))
+            term.type("\x04")  # Ctrl-D
+            assert term.proc.wait(30) == 0
+        finally:
+            term.close()
+    assert smtp.messages == []
+    assert model.runs == 2 and "The owner declined this at" in model.results[-1]
+    assert [json.loads(line)["status"] for line in ledger.read_text().splitlines()] == ["declined"]
