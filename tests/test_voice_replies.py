@@ -182,3 +182,27 @@ def test_signal_text_reply_arrives_when_the_speech_server_is_down(start, daemon,
         sent = daemon.wait_sent(2)  # the transcript and the text reply
         wait_until(lambda: any("stays text only" in r.getMessage() for r in caplog.records), what="the log line")
     assert sent[1]["message"] == REPLY and all(not s["files"] for s in daemon.sent)
+
+
+def test_a_redirect_from_the_speech_servers_is_not_followed(fake, start_bot, chat_server, caplog):
+    """Transcription and speech servers that answer 307 to another address: requests dropped the key but sent the
+    voice note's audio and the reply's text there again, and used that server's transcript and audio. Now
+    nothing reaches the other server: the user is told where the transcription pointed, and the reply stays text
+    (as llm/client.py's chat calls, llm/errors.py: redirect_detail)."""
+    with FakeChatServer() as elsewhere:
+        heard, spoken = f"{elsewhere.base_url}/audio/transcriptions", f"{elsewhere.base_url}/audio/speech"
+        elsewhere.set_transcription("the other server's words")
+        chat_server.set_transcription({"status": 307, "headers": {"Location": heard}})
+        chat_server.set_speech({"status": 307, "headers": {"Location": spoken}})
+        start_bot(config_patch=voice_config(chat_server, reply="always"))
+        fake.send_voice(OWNER, encoded("opus", 0.5))
+        fake.wait_for(lambda: texts(fake))
+        [told] = texts(fake)
+        assert f"redirects to {heard}, which is not followed" in told and len(told) < 400, told
+        chat_server.enqueue(f'{{"reply": "{REPLY}"}}')
+        with caplog.at_level(logging.WARNING, logger="messaging_llm_bot.conversation.turn"):
+            fake.send_message("shopping?")
+            fake.wait_for(lambda: REPLY in texts(fake))
+            wait_until(lambda: any("stays text only" in r.getMessage() for r in caplog.records), what="the log")
+        assert [r for r in caplog.records if f"redirects to {spoken}, which is not followed" in r.getMessage()]
+        assert elsewhere.requests == [] and fake.calls("sendVoice") == []

@@ -569,6 +569,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_hostile_model.py",),
     ),
     Mutation(
+        "transcription-redirect-followed",
+        f"{BOT}/llm/transcribe.py",
+        "allow_redirects=False,  # the audio goes to base_url only, as the chat's prompt does",
+        "allow_redirects=True,",
+        "a transcription server's redirect takes the voice note's audio elsewhere and uses that server's transcript",
+        ("test_voice_replies.py",),
+    ),
+    Mutation(
+        "speech-redirect-followed",
+        f"{BOT}/llm/speech.py",
+        "allow_redirects=False,  # the reply's text goes to base_url only, as the chat's prompt does",
+        "allow_redirects=True,",
+        "a speech server's redirect takes the reply's text elsewhere and sends that server's audio as the voice",
+        ("test_voice_replies.py",),
+    ),
+    Mutation(
         "reply-uncut",
         f"{BOT}/agent/rounds.py",
         "    if len(reply) > MAX_REPLY_CHARS:",

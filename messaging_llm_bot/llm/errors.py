@@ -196,7 +196,8 @@ def classify(status: int | None, message: str, codes: str = "") -> tuple[str, bo
 def redirect_detail(headers: Mapping[str, str]) -> str:
     """Why a redirect is an error: the prompt (the conversation, memory) would go to an address the owner never
     configured, maybe off the machine when base_url is a local server's."""
-    target = headers.get("Location") or "an address it did not name"
+    # Any case: requests' headers match either way, http_deadline's Answer holds them lower-case.
+    target = next((v for k, v in headers.items() if k.lower() == "location"), "") or "an address it did not name"
     return f"it redirects to {target}, which is not followed (set base_url to that address if it is the right one)"
 
 

@@ -43,6 +43,7 @@ def speak(settings: SpeechSettings, text: str, session: requests.Session | None 
     import requests
 
     from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request
+    from messaging_llm_bot.llm.errors import redirect_detail
 
     url = settings.base_url.rstrip("/") + "/audio/speech"
     key = settings.api_key or (os.environ.get(settings.api_key_env, "") if settings.api_key_env else "")
@@ -51,7 +52,14 @@ def speak(settings: SpeechSettings, text: str, session: requests.Session | None 
     seconds = settings.timeout_seconds
     try:
         resp = bounded_request(
-            session or _session(), "POST", url, seconds=seconds, max_bytes=MAX_AUDIO_BYTES, headers=headers, json=body
+            session or _session(),
+            "POST",
+            url,
+            seconds=seconds,
+            max_bytes=MAX_AUDIO_BYTES,
+            headers=headers,
+            json=body,
+            allow_redirects=False,  # the reply's text goes to base_url only, as the chat's prompt does
         )
     except DeadlineExceeded:
         return Speech(error=f"speech at {url} did not finish within {seconds:g} s")
@@ -60,6 +68,8 @@ def speak(settings: SpeechSettings, text: str, session: requests.Session | None 
     except (requests.RequestException, OSError) as err:
         # The URL is safe to name; the key (a header) never appears in the message.
         return Speech(error=f"speech request to {url} failed: {type(err).__name__}")
+    if 300 <= resp.status < 400:
+        return Speech(error=f"speech at {url}: {redirect_detail(resp.headers)}")
     if resp.status != 200:
         return Speech(error=f"speech at {url} answered HTTP {resp.status}: {resp.text[:200]}")
     if not resp.content:

@@ -53,6 +53,7 @@ def transcribe(
     import requests
 
     from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request
+    from messaging_llm_bot.llm.errors import redirect_detail
 
     url = settings.base_url.rstrip("/") + "/audio/transcriptions"
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
@@ -71,6 +72,7 @@ def transcribe(
             headers=headers,
             data=form,
             files={"file": (file_name, audio, content_type)},
+            allow_redirects=False,  # the audio goes to base_url only, as the chat's prompt does
         )
     except DeadlineExceeded:
         return Transcription(error=f"transcription at {url} did not finish within {timeout:g} s")
@@ -79,6 +81,8 @@ def transcribe(
     except (requests.RequestException, OSError) as err:
         # The URL is safe to name; headers (the key) never appear in the message.
         return Transcription(error=f"transcription request to {url} failed: {type(err).__name__}")
+    if 300 <= resp.status < 400:
+        return Transcription(error=f"transcription at {url}: {redirect_detail(resp.headers)}")
     if resp.status != 200:
         return Transcription(error=f"transcription at {url} answered HTTP {resp.status}: {resp.text[:200]}")
     try:
