@@ -54,16 +54,23 @@ class JsonRpcHttp:
             body["params"] = params
         return body
 
-    async def _post(self, body: Any) -> Any:
+    async def _post(self, body: Any, max_bytes: int | None = None) -> Any:
         where = f"{self.name} at {self.base_url}"
         try:
-            resp = await self._http.post(f"{self.base_url}{self.rpc_path}", json=body)
+            async with self._http.stream("POST", f"{self.base_url}{self.rpc_path}", json=body) as resp:
+                if resp.status_code != 200:
+                    raise self.unavailable(f"{where} answered HTTP {resp.status_code}")
+                content = bytearray()
+                async for chunk in resp.aiter_bytes():
+                    content += chunk
+                    if max_bytes is not None and len(content) > max_bytes:
+                        from assistant_framework.http_deadline import BodyTooLarge  # on use: it loads requests
+
+                        raise BodyTooLarge(max_bytes)  # the rest is not read
         except httpx.HTTPError as err:
             raise self.unavailable(f"{where} is not reachable: {type(err).__name__}") from err
-        if resp.status_code != 200:
-            raise self.unavailable(f"{where} answered HTTP {resp.status_code}")
         try:
-            return resp.json()
+            return json.loads(content)
         except ValueError as err:
             raise self.unavailable(f"{where} answered no JSON") from err
 
@@ -75,9 +82,10 @@ class JsonRpcHttp:
             raise self.error(int(error.get("code", 0)), str(error.get("message", "")), method, error.get("data"))
         return answer.get("result")
 
-    async def rpc(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """Call one method; its result, or raises ``error`` / ``unavailable``."""
-        return self._result(await self._post(self._request(method, params)), method)
+    async def rpc(self, method: str, params: dict[str, Any] | None = None, max_bytes: int | None = None) -> Any:
+        """Call one method; its result, or raises ``error`` / ``unavailable`` (``http_deadline.BodyTooLarge`` when
+        the answer passes ``max_bytes``: an attachment's bytes)."""
+        return self._result(await self._post(self._request(method, params), max_bytes), method)
 
     async def batch(self, calls: list[tuple[str, dict[str, Any] | None]]) -> list[Any]:
         """Call several methods in one request; each result or its error, in call order (raises ``unavailable``)."""

@@ -136,3 +136,24 @@ def test_a_hostile_file_name_is_never_repeated_and_its_file_lands_in_the_inbox(s
     [saved] = [p for p in workspace.root.rglob("*") if p.is_file() and "evil" in p.name]
     assert saved.parent.parent == workspace.root / "inbox" and len(saved.name) <= 100
     assert saved.read_bytes() == b"%PDF-1.4 small"
+
+
+@pytest.mark.parametrize("size", [pytest.param(2_000_100, id="just-over"), pytest.param(3_000_000, id="read-cut")])
+def test_an_attachment_over_the_limit_without_a_size_is_refused(
+    start, daemon, chat_server, workspace, size, monkeypatch
+):
+    """signal-cli may list an attachment without its size: the fetch then took any size (the whole base64 answer
+    read, the file saved). Now a file over the limit is refused with the sentence of a cut download, nothing is
+    saved and no model is asked; the answer is cut while read when it passes the base64 of the limit
+    (``read-cut``), and a file a little over is refused once decoded (``just-over``)."""
+    from messaging_llm_bot.channels.signal.turn import SignalTurns
+
+    monkeypatch.setattr(SignalTurns, "MAX_FILE_BYTES", 2_000_000)  # Signal's 100 MB is too much for a test
+    att = daemon.add_attachment(b"%PDF-1.4 " + b"x" * size, "application/pdf", filename="big.pdf")
+    att["size"] = None
+    start()
+    daemon.message(OWNER, "what is this?", attachments=[att])
+    [sent] = daemon.wait_sent(1)
+    assert sent["message"] == "That file is larger than 2 MB, the most I take.", sent["message"]
+    assert not [p for p in workspace.root.rglob("*") if p.is_file() and "big" in p.name]
+    assert not chat_server.chat_requests

@@ -4,6 +4,7 @@ against the fake daemon (JSON-RPC single, batch, errors, both event forms)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from datetime import datetime, timezone
 from datetime import time as dtime
@@ -237,3 +238,23 @@ def test_fake_daemon_speaks_http_like_signal_cli():
         note = json.dumps({"jsonrpc": "2.0", "method": "version"}).encode()  # no id: a notification
         assert ask("POST", "/api/v1/rpc", note, **{"Content-Type": "application/json"})[0] == 201
         assert ask("GET", "/api/v1/events", Host="evil.example")[0] == 421
+
+
+def test_an_attachments_answer_is_cut_while_read_past_max_bytes():
+    """getAttachment's answer holds the whole file base64: with ``max_bytes`` the read stops there
+    (assistant_framework/jsonrpc_http.py) instead of holding any size in memory; without it the file comes whole."""
+    from assistant_framework.http_deadline import BodyTooLarge
+
+    async def scenario(base_url: str, att_id: str) -> None:
+        client = SignalClient(base_url, BOT)
+        try:
+            with pytest.raises(BodyTooLarge):
+                await client.rpc("getAttachment", {"id": att_id, "recipient": OWNER}, max_bytes=100_000)
+            whole = await client.rpc("getAttachment", {"id": att_id, "recipient": OWNER}, max_bytes=300_000)
+            assert base64.b64decode(whole["data"]) == b"x" * 200_000
+        finally:
+            await client.close()
+
+    with FakeSignalDaemon(BOT) as daemon:
+        att = daemon.add_attachment(b"x" * 200_000, "application/pdf", filename="big.pdf")
+        asyncio.run(scenario(daemon.base_url, att["id"]))

@@ -102,6 +102,18 @@ def files_saver(
     return save
 
 
+async def fetch_within(one: FileIn, limit: int) -> bytes | str:
+    """``one``'s bytes, or the sentence for the sender; a fetch that reads a whole answer (signal-cli gives a file
+    base64 in one JSON-RPC answer) may pass ``limit``, and a platform may give no size: neither is taken."""
+    from assistant_framework.http_deadline import BodyTooLarge  # on use: it loads requests
+
+    try:
+        data = await one.fetch(limit)
+    except BodyTooLarge:  # the answer was cut while read (assistant_framework/jsonrpc_http.py: max_bytes)
+        return larger_than(limit)
+    return larger_than(limit) if isinstance(data, bytes) and len(data) > limit else data
+
+
 async def _save_one(
     one: FileIn, area: Workspace, today: date, limit: int, source: str, errors: tuple[type[Exception], ...]
 ) -> SavedFile | str:
@@ -111,7 +123,7 @@ async def _save_one(
     if one.size is not None and one.size > limit:
         return too_large(one.size, limit, name)
     try:
-        data = await one.fetch(limit)
+        data = await fetch_within(one, limit)
     except errors as err:
         log.warning("%s: the attachment %s could not be fetched: %s", source, name, err)
         return f"I could not fetch {name} from {source}: {err}."
@@ -125,7 +137,7 @@ async def transcribe_file(one: FileIn, config: TranscriptionSettings, limit: int
     """A voice note's transcript (``one`` fetched within ``limit`` bytes), or why there is none in its ``error``."""
     if one.size is not None and one.size > limit:
         return Transcription(error=too_large(one.size, limit))
-    data = await one.fetch(limit)
+    data = await fetch_within(one, limit)
     if isinstance(data, str):
         return Transcription(error=data)
     return await asyncio.to_thread(transcribe, config, data, one.name, one.mime or "audio/aac")

@@ -153,13 +153,13 @@ class SignalTurns(ChatTurns):
             unsupported_text(kind),
         )
 
-    async def _fetch(self, att: dict[str, Any], msg: SignalMessage, _limit: int) -> bytes | str:
+    async def _fetch(self, att: dict[str, Any], msg: SignalMessage, limit: int) -> bytes | str:
         """The attachment's bytes (signal-cli downloaded it whole as the message came; ``getAttachment`` gives it
         base64-encoded), or an error text for the user. The model gets where it was saved, never the bytes."""
         params = {"id": att.get("id")}
         params.update({"groupId": msg.group_id} if msg.group_id else {"recipient": msg.sender})
         try:
-            result = await self.platform.client.rpc("getAttachment", params)
+            result = await self.platform.client.rpc("getAttachment", params, max_bytes=limit * 4 // 3 + 4096)
             return base64.b64decode(str((result or {}).get("data") or ""), validate=True)
         except (SignalRpcError, SignalUnavailable) as err:
             return f"Getting the file from signal-cli failed: {err}"
