@@ -272,12 +272,17 @@ def _make_send_file(kind: str) -> Callable[["FakeBotAPI", dict], dict]:
             value = params.get(value.removeprefix("attach://"))
         if isinstance(value, dict) and "content" in value:
             ref = api.add_file(value["content"], f"{kind}s/{value['filename'] or kind}")
-            ref.update(file_name=value["filename"], mime_type=value["mime_type"])
+            if kind in ("document", "audio"):  # a Voice and a PhotoSize have no file name (Bot API)
+                ref.update(file_name=value["filename"])
+            if kind != "photo":
+                ref.update(mime_type=value["mime_type"])
         elif isinstance(value, str) and value:
             ref = {"file_id": value, "file_unique_id": f"U-{value}"}
         else:
             raise _bad(f"there is no {kind} in the request")
         caption, entities = _rendered_text(params, "caption", MAX_CAPTION) if params.get("caption") else ("", [])
+        if kind in ("voice", "audio"):  # required in a Voice and an Audio: Telegram reads it from the file
+            ref.update(duration=int(params.get("duration") or 1))
         fields: dict = {kind: [{**ref, "width": 1, "height": 1}] if kind == "photo" else ref}
         if caption:
             fields.update(caption=caption, caption_entities=entities)
