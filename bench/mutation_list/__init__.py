@@ -40,6 +40,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("assistant_framework/settings", "config"),
     ("assistant_framework/netguard", "access"),
     ("assistant_framework/http_deadline", "access"),
+    ("assistant_framework/jsonrpc_http", "access"),  # a bounded HTTP reader, as http_deadline
     ("assistant_framework/tls", "access"),
     ("assistant_framework/spending", "memory"),
     ("messaging_llm_bot/protocol", "protocol"),

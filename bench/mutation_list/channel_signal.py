@@ -112,20 +112,4 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an event the daemon delivers again (its sender and timestamp) is answered a second time",
         KIT_TELEGRAM_SIGNAL_WHATSAPP,
     ),
-    Mutation(
-        "attachment-without-size-taken-whole",
-        f"{BOT}/conversation/media_in.py",
-        "return larger_than(limit) if isinstance(data, bytes) and len(data) > limit else data",
-        "return data",
-        "a Signal attachment listed without its size is saved whatever its size",
-        ("test_signal_input.py",),
-    ),
-    Mutation(
-        "jsonrpc-answer-unbounded",
-        "assistant_framework/jsonrpc_http.py",
-        "if max_bytes is not None and len(content) > max_bytes:",
-        "if False:",
-        "signal-cli's getAttachment answer is read whole into memory, whatever its size",
-        ("test_signal_units.py",),
-    ),
 )

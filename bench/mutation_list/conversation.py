@@ -615,4 +615,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         " a self-pipe write and the GIL taken from the turn's thread for nothing",
         ("test_telegram_progress.py",),
     ),
+    Mutation(
+        "attachment-without-size-taken-whole",
+        f"{BOT}/conversation/media_in.py",
+        "return larger_than(limit) if isinstance(data, bytes) and len(data) > limit else data",
+        "return data",
+        "a Signal attachment listed without its size is saved whatever its size",
+        ("test_signal_input.py",),
+    ),
 )
