@@ -47,6 +47,21 @@ ENTRIES = {
 }
 
 
+def console_argv(config: Path, workspace: Path) -> list[str]:
+    """The terminal chat as ``python -m messaging_llm_bot --frontend console`` starts it, for a pseudo-terminal."""
+    return [
+        sys.executable,
+        "-m",
+        "messaging_llm_bot",
+        "--frontend",
+        "console",
+        "--config",
+        str(config),
+        "--workspace",
+        str(workspace),
+    ]
+
+
 def run_bot(args: list[str], stdin: str, timeout: float = 60, entry: str = "python -m") -> subprocess.CompletedProcess:
     """The bot started the way ``entry`` names, with ARGS and ``stdin`` typed in; its output captured."""
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}

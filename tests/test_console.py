@@ -21,7 +21,7 @@ from messaging_llm_bot.conversation.usage_text import format_stats
 from messaging_llm_bot.runtime import build_runtime
 from tests import preload
 from tests.cli_inprocess import run_bot_start, run_cli
-from tests.console_harness import API_KEY, ENTRIES, REPO, TypedLines, run_bot, write_config
+from tests.console_harness import API_KEY, ENTRIES, REPO, TypedLines, console_argv, run_bot, write_config
 
 
 @pytest.mark.parametrize("entry", ["python -m", "assistant run"])
@@ -249,7 +249,6 @@ def test_piped_console_refuses_ask_calls(tmp_path, chat_server, test_skills_dir)
 
 def test_log_lines_fold_library_tracebacks_to_their_cause():
     import logging
-    import sys
 
     from messaging_llm_bot.cli.run import OneLineRedactingFormatter
 
@@ -272,17 +271,7 @@ def test_console_survives_input_that_is_not_utf8(tmp_path, chat_server, test_ski
     chat_server.set_handler(lambda req: json.dumps({"reply": f"reply {len(chat_server.chat_requests)}"}))
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
     proc = preload.run(
-        [
-            sys.executable,
-            "-m",
-            "messaging_llm_bot",
-            "--frontend",
-            "console",
-            "--config",
-            str(config),
-            "--workspace",
-            str(tmp_path / "ws"),
-        ],
+        console_argv(config, tmp_path / "ws"),
         input=b"caf\xe9 au lait\nhello\n",
         capture_output=True,
         timeout=60,

@@ -12,7 +12,7 @@ import pytest
 
 from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.workspace import Workspace
-from tests.console_harness import Terminal, write_config
+from tests.console_harness import Terminal, console_argv, write_config
 from tests.waiting import wait_until
 
 pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
@@ -231,17 +231,7 @@ def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server
         {"content": '{"reply": "never finished"}', "delay": 5},
     )
     term = Terminal(
-        [
-            sys.executable,
-            "-m",
-            "messaging_llm_bot",
-            "--frontend",
-            "console",
-            "--config",
-            str(config),
-            "--workspace",
-            str(Workspace(tmp_path / "ws").root),  # an existing workspace: a new one would be asked about
-        ]
+        console_argv(config, Workspace(tmp_path / "ws").root)  # an existing workspace: a new one would be asked about
     )
     try:
         term.wait_for("you> ")
@@ -278,17 +268,7 @@ def test_ctrl_c_at_a_confirmation_question_declines_it_and_stops_without_enter(
     (config / "policy.json").write_text(json.dumps({"capabilities": {"write": "ask"}}))
     chat_server.enqueue('{"skill": "save_note", "args": {"name": "plan", "text": "x"}}', '{"reply": "never asked for"}')
     term = Terminal(
-        [
-            sys.executable,
-            "-m",
-            "messaging_llm_bot",
-            "--frontend",
-            "console",
-            "--config",
-            str(config),
-            "--workspace",
-            str(Workspace(tmp_path / "ws").root),  # an existing workspace: a new one would be asked about
-        ]
+        console_argv(config, Workspace(tmp_path / "ws").root)  # an existing workspace: a new one would be asked about
     )
     try:
         term.wait_for("you> ")

@@ -5,7 +5,6 @@ the runner's deadline, the bot stays up and small and answers the next message, 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from assistant_framework.workspace import Workspace
 from tests.console_harness import Terminal as PseudoTerminal
-from tests.console_harness import run_bot, write_config
+from tests.console_harness import console_argv, run_bot, write_config
 from tests.crash_bot import BotProcess, write_bot_config
 from tests.fakes.chat_server import FakeChatServer
 from tests.telegram_harness import OWNER, all_bot_texts, texts
@@ -135,19 +134,7 @@ def test_a_streamed_answer_reaches_a_real_terminal_without_its_control_sequences
     Workspace(tmp_path / "ws")  # an existing workspace: no question before the chat
     reply = json.dumps({"reply": f"before {ESCAPES} after"})
     chat_server.enqueue({"content": reply, "stream_chunks": [reply[:20], reply[20:60], reply[60:]]})
-    term = PseudoTerminal(
-        [
-            sys.executable,
-            "-m",
-            "messaging_llm_bot",
-            "--frontend",
-            "console",
-            "--config",
-            str(config),
-            "--workspace",
-            str(tmp_path / "ws"),
-        ]
-    )
+    term = PseudoTerminal(console_argv(config, tmp_path / "ws"))
     try:
         term.wait_for("you> ")
         term.type("hello\r")
