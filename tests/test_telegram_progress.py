@@ -7,6 +7,20 @@ from tests.telegram_harness import OWNER, all_bot_texts, texts
 CALL = '{"skill": "add", "args": {"a": 2, "b": 3}}'
 
 
+def answer_when_shown(fake, chat_server, answers: list) -> None:
+    """A slow model: each answer (``(shown, content)`` in turn) comes only once ``shown()`` holds in the chat,
+    waited for instead of a fixed delay."""
+
+    def slow_model(request: dict) -> str | None:
+        if not answers:
+            return None
+        shown, content = answers.pop(0)
+        fake.wait_for(shown, timeout=30)
+        return content
+
+    chat_server.set_handler(slow_model)
+
+
 def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot, chat_server, monkeypatch):
     from messaging_llm_bot.conversation import progress as progress_mod
 
@@ -19,15 +33,7 @@ def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot,
     typing = lambda: fake.calls("sendChatAction")  # noqa: E731
     status = lambda: any(c["params"]["text"].startswith("🔎 add") for c in fake.calls("sendMessage"))  # noqa: E731
     answers = [(typing, CALL), (status, '{"reply": "2 + 3 = 5"}')]
-
-    def slow_model(request: dict) -> str | None:
-        if not answers:
-            return None
-        shown, content = answers.pop(0)
-        fake.wait_for(shown, timeout=30)
-        return content
-
-    chat_server.set_handler(slow_model)
+    answer_when_shown(fake, chat_server, answers)
     fake.send_message("add 2 and 3")
     fake.wait_for(lambda: "2 + 3 = 5" in texts(fake))
     sent = [c["params"]["text"] for c in fake.calls("sendMessage")]
@@ -54,15 +60,7 @@ def test_a_status_message_telegram_refuses_is_logged_and_the_answer_comes(
     typing = lambda: fake.calls("sendChatAction")  # noqa: E731
     refused = lambda: any(c["status"] == 400 for c in fake.calls("sendMessage"))  # noqa: E731
     answers = [(typing, CALL), (refused, '{"reply": "2 + 3 = 5"}')]
-
-    def slow_model(request: dict) -> str | None:
-        if not answers:
-            return None
-        shown, content = answers.pop(0)
-        fake.wait_for(shown, timeout=30)
-        return content
-
-    chat_server.set_handler(slow_model)
+    answer_when_shown(fake, chat_server, answers)
     fake.send_message("add 2 and 3")
     fake.wait_for(lambda: "2 + 3 = 5" in texts(fake))
     assert texts(fake) == ["2 + 3 = 5"]
