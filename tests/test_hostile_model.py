@@ -16,6 +16,7 @@ from tests.console_harness import console_argv, run_bot, write_config
 from tests.crash_bot import BotProcess, write_bot_config
 from tests.fakes.chat_server import FakeChatServer
 from tests.telegram_harness import OWNER, all_bot_texts, texts
+from tests.waiting import wait_until
 
 KEY = "sk-hostile-test-key-0123456789"
 
@@ -105,6 +106,44 @@ def test_an_answer_of_two_thousand_calls_runs_twenty_and_the_model_is_told(
     chat_server.enqueue('{"reply": "fine now"}')
     fake.send_message("and now?", user_id=OWNER)
     fake.wait_for(lambda: texts(fake)[-1] == "fine now", timeout=20)
+
+
+@pytest.mark.parametrize("transport", ["native", "json"])
+def test_a_call_of_twenty_megabytes_is_not_run_and_the_model_is_told(
+    fake, chat_server, bot_config, workspace, tmp_path, transport
+):
+    """A model (or a hostile model server) answered a note of 20 MB and the skill wrote it, and the next request
+    carried the 20 MB back. Now a call whose arguments are over 256 KiB of JSON is not run: the model is told in
+    one sentence and the next request is small, the note beside it within the bound is written, the trace and the
+    log say so once, and the model's answer reaches the user."""
+    huge = {"name": "huge", "text": "x" * 20_000_000}
+    small = {"name": "small", "text": "y" * 200_000}  # within the bound: written
+    if transport == "native":
+        answer: dict | str = {
+            "tool_calls": [{"id": f"c{i}", "name": "save_note", "arguments": a} for i, a in enumerate((huge, small))]
+        }
+    else:
+        calls = json.dumps({"calls": [{"skill": "save_note", "args": a} for a in (huge, small)]})
+        answer = {"content": calls, "stream_chunks": [calls]}
+    chat_server.enqueue(answer, json.dumps({"reply": "done"}))
+    path = write_bot_config(tmp_path / "config.json", bot_config, fake, telegram={"progress": False})
+    with BotProcess(path, workspace.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.send_message("save my notes", user_id=OWNER)
+        fake.wait_for_messages(OWNER, 1, timeout=60)
+        assert texts(fake)[0].startswith("done")
+        wait_until(lambda: workspace.list("traces/**/*.json"), what="the turn's trace")
+        log = bot.run_log()
+    assert sorted(p.name for p in (workspace.root / "notes").glob("*.md")) == ["small.md"]
+    second = json.dumps(chat_server.chat_requests[1], ensure_ascii=False)
+    assert len(second) < 400_000, f"the next request carried {len(second):,} characters"
+    told = "its arguments are 20,000,028 characters of JSON, more than the 262,144 one call may have; nothing was done"
+    assert second.count(told) == 1, second[second.find("its arguments") - 100 :][:600]
+    [trace] = [json.loads(workspace.read_text(t)) for t in workspace.list("traces/**/*.json")]
+    kinds = [call.get("error_kind") for call in trace["skill_calls"]]
+    assert kinds == ["too_long", None], kinds
+    assert log.count("characters of arguments (at most 262144): not run") == 1, log
+    assert "Traceback" not in log
 
 
 ESCAPES = "\x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;owned\x07\x1b[2J\x1b[8mhidden\x1b[0m\rover\x00\x9b31m"

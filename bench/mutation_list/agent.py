@@ -561,6 +561,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_hostile_model.py",),
     ),
     Mutation(
+        "call-args-unbounded",
+        f"{BOT}/agent/answer_bounds.py",
+        "        if size > MAX_CALL_ARGS_CHARS:",
+        "        if False:",
+        "a call whose arguments are 20 MB (a note, a file's text) is run as asked and carried back in the next request",
+        ("test_hostile_model.py",),
+    ),
+    Mutation(
         "llm-redirect-followed",
         f"{BOT}/llm/client.py",
         "allow_redirects=False,  # the conversation goes to base_url only (llm/errors.py: redirect_detail)",

@@ -17,6 +17,7 @@ from assistant_framework.skills import OUTSIDE_LABEL, PreparedCall, SkillContext
 from assistant_framework.skills.once import OnceCall
 from assistant_framework.skills.spec import missing_service
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.answer_bounds import too_long
 from messaging_llm_bot.agent.guard import CallGate, GateResult, touches_untrusted
 from messaging_llm_bot.agent.honesty import is_write_call, named_paths, saved_location
 from messaging_llm_bot.agent.outside import TURN, OutsideSource, why_text
@@ -67,7 +68,11 @@ class CallRunner:
         skills = self.skills
         emit(AgentEvent("skill_call", {"skill": call.skill, "args": call.args, "round": round_no}))
         record = SkillCallRecord(call.skill, call.args, round_no)
-        if call.args_error:
+        if call.too_long is not None:
+            error = too_long(call.too_long)
+            feedback = format_skill_error(call.skill, error, None)
+            record.error, record.error_kind = error, "too_long"
+        elif call.args_error:
             error = f"its args are not a JSON object: {call.args_error}"
             feedback = format_skill_error(call.skill, error, schema_hint(skills, call.skill))
             record.error, record.error_kind = error, "invalid_args"

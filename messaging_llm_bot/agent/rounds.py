@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from assistant_framework.config.settings import Settings
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.answer_bounds import MAX_CALLS_PER_ANSWER, answer_as_kept, within_bounds
 from messaging_llm_bot.agent.calls import CallRunner
 from messaging_llm_bot.agent.choice import ChoiceFormats, call_from_args, chosen_skill
 from messaging_llm_bot.agent.context_limit import ContextCuts, failure_reply
@@ -47,8 +48,6 @@ EMPTY_REPLY = "The model returned an empty answer. Please try again or rephrase.
 #: A reply longer than this is cut, saying so (a model looping, or a server ignoring max_tokens: a megabyte came
 #: as 245 Telegram messages); eight Telegram messages of a long answer still fit.
 MAX_REPLY_CHARS = 32_000
-#: The calls of one answer that run; the model is told of the rest (an answer of 2,000 calls ran 2,000 skills).
-MAX_CALLS_PER_ANSWER = 20
 
 
 def _joined(head: list[Message], rounds: list[Message]) -> Callable[[], list[Message]]:
@@ -149,7 +148,7 @@ class Rounds:
         turn.rounds = round_no
         turn.check_stop()  # a stop during a call that could not be cut short: its answer is dropped
         native_calls = tool_calls_of(completion.raw)
-        parsed = _read_answer(t, completion, native_calls)
+        parsed = within_bounds(_read_answer(t, completion, native_calls))
         record_request(turn, round_no, messages, completion, None, parsed)
         asked: list[Message] = []
         chosen = chosen_skill(parsed, t.names) if self.choices and not (native_calls or reply_only) else None
@@ -168,13 +167,14 @@ class Rounds:
                 True,
             )
         calls, native_calls = parsed.calls[:MAX_CALLS_PER_ANSWER], native_calls[:MAX_CALLS_PER_ANSWER]
+        text, native_calls = answer_as_kept(completion.text, native_calls, calls)
         feedbacks = self._run_calls(t, round_no, calls)
         if len(parsed.calls) > len(calls):
             feedbacks[-1] += "\n\n" + calls_left_out(len(parsed.calls) - len(calls), MAX_CALLS_PER_ANSWER)
         final = final_answer_request() if round_no == max_rounds else None
         t.messages.extend(asked)  # the choice and the arguments request stay: each request extends the last
         t.native.extend(asked)
-        add_round(t.messages, t.native, completion.text, native_calls, calls, feedbacks, final)
+        add_round(t.messages, t.native, text, native_calls, calls, feedbacks, final)
         return None
 
     def _run_calls(self, t: _TurnSoFar, round_no: int, calls: list[SkillCall]) -> list[str]:
@@ -205,7 +205,7 @@ class Rounds:
             record_request(turn, round_no, sent, None, err)
             raise
         turn.check_stop()
-        parsed = ParsedOutput([call_from_args(skill, completion.text)], None, ["two_step"])
+        parsed = within_bounds(ParsedOutput([call_from_args(skill, completion.text)], None, ["two_step"]))
         record_request(turn, round_no, sent, completion, None, parsed)
         return completion, parsed, step.messages
 

@@ -93,6 +93,8 @@ class SkillCall:
     args: SkillArgs
     raw: str = ""
     args_error: str | None = None
+    #: The size of arguments over the bound of a call (agent/answer_bounds.py): left out, the call not run.
+    too_long: int | None = None
 
 
 @dataclass
