@@ -38,6 +38,8 @@ class LedgerFile(TypedDict, total=False):
     live: int | None
     parts: dict[str, int]
     merged: list[str]  # items of later messages the reply answers too
+    keeping: JsonObject  # the writes the reply's turn makes after the send (with the reply)
+    kept: bool  # those writes were made
 
 
 @dataclass
@@ -59,6 +61,11 @@ class InboxItem:
     #: Items of later messages the recorded reply answers too (they entered this item's turn: busy mode
     #: steer); recorded with the reply, in the same ledger write, so a replay completes them with it.
     merged: list[str] = field(default_factory=list)
+    #: The writes the reply's turn makes after the reply was handed on (its history and memory log; the agent's
+    #: record, agent/keeping.py), recorded with the reply; ``kept`` once they were made. A replay of an item with
+    #: ``keeping`` and not ``kept`` makes them before completing it.
+    keeping: JsonObject | None = None
+    kept: bool = False
     #: The platform's own record the payload was made from, as the channel received it in this process (Telegram's
     #: ``Update``): its turn reads that instead of decoding the payload again. Never written: None after a restart.
     received: object = field(default=None, compare=False, repr=False)

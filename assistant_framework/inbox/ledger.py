@@ -1,14 +1,14 @@
 """The outbound ledger beside a pending item (``<seq>.ledger``): the reply text once produced, the live
-message shown while answering, and the reply parts already delivered.
+message shown while answering, the reply parts already delivered, and the writes its turn makes after the send.
 
-Each change is one record appended as a JSON line (``{"reply": ..., "merged": [...]}``, ``{"live": id}``,
-``{"parts": {"0": id}}``) and the reader folds them in order. Appended without fsync: it is on the reply path,
-and a killed process loses nothing (see the package docstring). An append is one ``write`` to a file opened
-with ``O_APPEND``, where an atomic rewrite made, wrote, renamed and replaced a temporary file (about five
-times the CPU on this machine's ext4, a turn writes two or three). A record starts with a newline, so one
-torn by a power loss or a full disk is a line of its own, which the reader skips (a proper prefix of a JSON
-object is never one), and the records after it still read. A ledger written whole by an earlier version
-(one object, no newline) is the first record.
+Each change is one record appended as a JSON line (``{"reply": ..., "merged": [...], "keeping": {...}}``,
+``{"live": id}``, ``{"parts": {"0": id}}``, ``{"kept": true}``) and the reader folds them in order. Appended
+without fsync: it is on the reply path, and a killed process loses nothing (see the package docstring). An
+append is one ``write`` to a file opened with ``O_APPEND``, where an atomic rewrite made, wrote, renamed and
+replaced a temporary file (about five times the CPU on this machine's ext4, a turn writes two or three). A
+record starts with a newline, so one torn by a power loss or a full disk is a line of its own, which the reader
+skips (a proper prefix of a JSON object is never one), and the records after it still read. A ledger written
+whole by an earlier version (one object, no newline) is the first record.
 """
 
 from __future__ import annotations
@@ -67,6 +67,11 @@ def _fold(item: InboxItem, record: JsonObject) -> None:
         item.reply = reply
         merged = record.get("merged")
         item.merged = [str(x) for x in merged if isinstance(x, str)] if isinstance(merged, list) else []
+    keeping = record.get("keeping")
+    if isinstance(keeping, dict):
+        item.keeping = keeping
+    if record.get("kept") is True:
+        item.kept = True
     live = record.get("live")
     if isinstance(live, int) and not isinstance(live, bool):
         item.live = live

@@ -12,9 +12,10 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 from assistant_framework.inbox.fsync import fsync_all
-from assistant_framework.inbox.item import PENDING_DIR, InboxItem, InboxPayload, conversation_dir, item_rel
+from assistant_framework.inbox.item import PENDING_DIR, InboxItem, InboxPayload, LedgerFile, conversation_dir, item_rel
 from assistant_framework.inbox.ledger import append_ledger, ledger_rel, read_ledger
 from assistant_framework.inbox.seen import SeenIds
+from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -215,16 +216,33 @@ class Inbox:
 
     # -- outbound ledger ------------------------------------------------------
 
-    def record_reply(self, item_id: str, reply: str, merged: list[str] | None = None) -> None:
+    def record_reply(
+        self, item_id: str, reply: str, merged: list[str] | None = None, keeping: JsonObject | None = None
+    ) -> None:
         """Persist the reply text before sending it, so a crash mid-delivery resumes the same reply; ``merged``:
-        the pending items whose messages this reply answers too (one write: a replay completes them with it)."""
+        the pending items whose messages this reply answers too (one write: a replay completes them with it);
+        ``keeping``: the writes its turn makes after the send (``InboxItem.keeping``), in the same write."""
         with self._lock:
             item = self._items.get(item_id)
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record a reply for")
             item.reply = reply
             item.merged = list(merged or [])
-            append_ledger(self.ws, item_id, {"reply": reply, **({"merged": item.merged} if item.merged else {})})
+            record: LedgerFile = {"reply": reply}
+            if item.merged:
+                record["merged"] = item.merged
+            if keeping is not None:
+                item.keeping = record["keeping"] = keeping
+            append_ledger(self.ws, item_id, record)
+
+    def record_kept(self, item_id: str) -> None:
+        """Note that the writes of the item's turn after its send were made (``InboxItem.kept``)."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(f"inbox: no pending item {item_id!r} to record its turn's writes for")
+            item.kept = True
+            append_ledger(self.ws, item_id, {"kept": True})
 
     def record_live(self, item_id: str, message_id: int) -> None:
         """Record the message shown while answering (status or streamed text) as soon as it exists, so a

@@ -348,9 +348,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "recall-turn-pair-marked",
-        f"{BOT}/agent/loop.py",
-        "untrusted=turn.read_outside,",
-        "untrusted=turn.untrusted,",
+        f"{BOT}/agent/keeping.py",
+        "            untrusted=turn.read_outside,",
+        "            untrusted=turn.untrusted,",
         "a turn with recalled content stores the owner's own message as outside content",
         ALLOWANCE,
     ),
@@ -381,9 +381,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "serve-chat-facts-taken",
-        f"{BOT}/agent/memory.py",
-        "        if self.memory is None or not result.ok or not turn.extract_facts:",
-        "        if self.memory is None or not result.ok:",
+        f"{BOT}/agent/keeping.py",
+        "        if kept.facts:",
+        "        if True:",
         "facts are taken from a served client's turns into the owner's memory",
         SERVE_CHAT,
     ),
@@ -599,5 +599,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if False:",
         "a model's megabyte reply floods the chat: 245 Telegram messages",
         ("test_hostile_model.py",),
+    ),
+    Mutation(
+        "replayed-exchange-twice-in-history",
+        f"{BOT}/agent/keeping.py",
+        "        if again and self._in_history(",
+        "        if False and self._in_history(",
+        "a replay after a kill between a turn's history write and its log line puts the exchange in the history "
+        "twice: the model reads it twice from then on",
+        ("test_kept_after_send.py",),
     ),
 )

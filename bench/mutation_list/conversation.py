@@ -335,6 +335,24 @@ MUTATIONS: tuple[Mutation, ...] = (
         (*CHANNEL_KIT, *DISCORD_BOT),
     ),
     Mutation(
+        "reply-waits-for-history",
+        f"{BOT}/conversation/turn.py",
+        "        if handed is None:\n            answered = await self.pool.run(",
+        "        if True:\n            answered = await self.pool.run(",
+        "a chat's reply waits for the turn's history and memory log to be written (about 2 ms a turn, and as long "
+        "as the log's lock is held)",
+        ("test_kept_after_send.py",),
+    ),
+    Mutation(
+        "replay-keeps-no-exchange",
+        f"{BOT}/conversation/item_turns.py",
+        "        return await asyncio.to_thread(self._keep_recorded, item)",
+        "        return True",
+        "a kill after a reply went out and before its turn wrote the exchange loses it from the memory log (and the "
+        "history) for good",
+        ("test_kept_after_send.py",),
+    ),
+    Mutation(
         "item-turns-refused-retried-forever",
         f"{BOT}/conversation/item_turns.py",
         "                return True\n            except SendLater as err:",

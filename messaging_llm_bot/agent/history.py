@@ -21,10 +21,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 
+from assistant_framework.config.settings import RuntimeSettings
 from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
 from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.compaction import split_summary
+from messaging_llm_bot.agent.settings import history_budget_chars
 from messaging_llm_bot.llm.wire import Message
 
 #: Histories kept in memory: those of the conversations used last (a full one is about 30 kB; every conversation
@@ -33,6 +35,12 @@ from messaging_llm_bot.llm.wire import Message
 CACHED_CONVERSATIONS = 64
 
 _Cached = tuple[tuple[int, int, int] | None, list[Message], list[str] | None]
+
+
+def history_budget(runtime: RuntimeSettings) -> tuple[int, Callable[[Message], int]]:
+    """(budget, how a message is measured): estimated tokens when history_budget_tokens is set, else characters."""
+    tokens = runtime.history_budget_tokens
+    return (tokens, message_tokens) if tokens is not None else (history_budget_chars(runtime), message_chars)
 
 
 def conversation_dir(conversation_id: str) -> str:

@@ -6,11 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.media.files_out import FileSender
 from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.images import ImageInput
 from messaging_llm_bot.agent.prompt import quote_outside
 from messaging_llm_bot.agent.turn import AgentEvent
+
+#: Told an answered turn's text (as the chat sends it, footer included) and the record of the writes it makes next
+#: (``agent/keeping.py`` ``KeptTurn``, as JSON), from the turn's thread, before those writes.
+AnswerCallback = Callable[[str, JsonObject], None]
 
 
 @dataclass
@@ -45,6 +50,11 @@ class AgentMessage:
     # The chat's way to receive a file from the ``send_file`` skill (assistant_framework/media/files_out.py);
     # None: this turn has no chat to send to.
     send_file: FileSender | None = None
+    # Hand the answer on before the turn writes its history and memory log (``AnswerCallback``); the caller keeps
+    # the record of those writes until ``TurnResult.kept`` says they were made (agent/keeping.py). None: the turn
+    # makes them before it returns.
+    on_answer: AnswerCallback | None = None
+    on_kept: Callable[[], None] | None = None  # told (in the turn's thread) once a handed-on answer's writes are made
 
     @property
     def model_text(self) -> str:

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -34,23 +34,22 @@ from messaging_llm_bot.agent.compaction import Compactor, split_summary
 from messaging_llm_bot.agent.guard import CallGate
 from messaging_llm_bot.agent.history import (
     HistoryStore,
-    message_chars,
-    message_tokens,
+    history_budget,
     outside_in_history,
     trim_history,
 )
 from messaging_llm_bot.agent.honesty import honest_reply
-from messaging_llm_bot.agent.incoming import AgentMessage
+from messaging_llm_bot.agent.incoming import AgentMessage, AnswerCallback
+from messaging_llm_bot.agent.keeping import KeptTurn, TurnKeeper
 from messaging_llm_bot.agent.locks import Conversations
 from messaging_llm_bot.agent.memory import Memory, TurnMemory
 from messaging_llm_bot.agent.native import SkillFormats
-from messaging_llm_bot.agent.outside import TURN, OutsideSource, history_sources, stored_sources
+from messaging_llm_bot.agent.outside import TURN, OutsideSource, history_sources
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
 from messaging_llm_bot.agent.rounds import Rounds, TurnPrompt, offered_names
 from messaging_llm_bot.agent.runner_choice import RunnerChoices
 from messaging_llm_bot.agent.session_calls import SessionCalls
 from messaging_llm_bot.agent.sessions import Sessions
-from messaging_llm_bot.agent.settings import history_budget_chars
 from messaging_llm_bot.agent.steering import SteerBox, Steered
 from messaging_llm_bot.agent.turn import (
     FAILED_TURN_REPLY,
@@ -62,6 +61,7 @@ from messaging_llm_bot.agent.turn import (
     TurnStopped,
     answered,
     format_footer,
+    reply_text,
     stopped_reply,
     trace_of,
 )
@@ -121,6 +121,9 @@ class Agent(SessionCalls):
             self._background_complete,
             idle_seconds=20.0,
             clock=self.now,
+        )
+        self.keeper = TurnKeeper(
+            self.history, self.sessions, self._turn_memory, self.compactor, lambda: self.settings.runtime
         )
         self.configure(settings)
 
@@ -266,19 +269,57 @@ class Agent(SessionCalls):
         context = self._context(message, turn, place)
         self._turn_memory.signal(started=True)
         self.compactor.turn_started()
+        handed: TurnResult | None = None  # the answer handed on before the turn's writes (``on_answer``)
         try:
             with self._conversations.lock(place):
                 turn.now = self.now()
                 turn.conversation_id = context.conversation_id = self.sessions.active(place)
                 with self._conversations.running(place, turn.stop), self._steering(place, steer):
-                    reply, ok = self._transaction(turn, message, context, emit)
+                    reply, ok, kept = self._transaction(turn, message, context, emit)
+                if kept is not None and message.on_answer is not None:
+                    handed = self._result(turn, started, reply, ok)
+                    self._hand_on(message.on_answer, handed, kept, emit)
+                    # Still under the lock: the chat's next turn reads this exchange in the history.
+                    handed.kept = self._keep_after_answer(turn, kept, message.on_kept)
+                elif kept is not None:
+                    self.keeper.keep(kept)  # raises: the turn failed, as when the answer failed
         except Exception as exc:  # the last line of defence: the user gets a sentence, the log the traceback
             log.exception("turn %s of conversation %r failed", turn.trace_id, turn.conversation_id)
             turn.error = f"{type(exc).__name__}: {exc}"
             reply, ok = FAILED_TURN_REPLY, False
+        if handed is not None:
+            return self._after(turn, handed, emit, told=True)
+        return self._after(turn, self._result(turn, started, reply, ok), emit)
+
+    @staticmethod
+    def _hand_on(on_answer: AnswerCallback, result: TurnResult, kept: KeptTurn, emit: Emit) -> None:
+        """Tell the answer (as the chat sends it) and its writes' record before the writes are made."""
+        emit(AgentEvent("done", {"reply": result.reply}))
+        try:
+            on_answer(reply_text(result), kept.to_json())
+        except Exception:  # the caller's failure: it still gets the answer when the turn returns
+            log.exception("turn %s: handing on its answer failed", result.trace_id)
+
+    def _keep_after_answer(self, turn: TurnRecord, kept: KeptTurn, on_kept: Callable[[], None] | None) -> bool:
+        """The writes of a turn whose answer was handed on (``AgentMessage.on_answer``), ``on_kept`` told at once
+        after them; False when they failed: the channel's record of them makes them at the next start."""
+        try:
+            self.keeper.keep(kept)
+        except Exception as exc:  # the answer is out; the record is kept for the next start
+            log.exception("turn %s of conversation %r: its exchange was not kept", turn.trace_id, turn.conversation_id)
+            turn.error = f"the exchange was not kept: {type(exc).__name__}: {exc}"
+            return False
+        if on_kept is not None:
+            try:
+                on_kept()
+            except Exception:  # the caller's: at worst the next start makes the writes again (keeping.py)
+                log.exception("turn %s: noting its kept exchange failed", turn.trace_id)
+        return True
+
+    def _result(self, turn: TurnRecord, started: float, reply: str, ok: bool) -> TurnResult:
         elapsed = time.monotonic() - started
         usage = turn.usage()
-        result = TurnResult(
+        return TurnResult(
             reply=reply,
             ok=ok,
             rounds=turn.rounds,
@@ -293,19 +334,28 @@ class Agent(SessionCalls):
             else None,
             stopped=turn.stop.is_set() and not ok,
         )
+
+    def _after(self, turn: TurnRecord, result: TurnResult, emit: Emit, *, told: bool = False) -> TurnResult:
+        """After the lock: the trace, the files the skills changed indexed, the turn's end told (``told``: the
+        answer was told already)."""
         self._write_trace(turn, result)
         self._turn_memory.index_saved(turn)
-        self._turn_memory.after_turn(turn, result)
         self._turn_memory.signal(started=False)
         self.compactor.turn_finished()
-        emit(AgentEvent("done", {"reply": reply}) if ok else AgentEvent("error", {"message": reply}))
+        if not told:
+            emit(
+                AgentEvent("done", {"reply": result.reply})
+                if result.ok
+                else AgentEvent("error", {"message": result.reply})
+            )
         return result
 
     # -- the transaction (under the conversation lock) ---------------------------
 
     def _transaction(
         self, turn: TurnRecord, message: AgentMessage, context: SkillContext, emit: Emit
-    ) -> tuple[str, bool]:
+    ) -> tuple[str, bool, KeptTurn | None]:
+        """The turn's reply, whether it answered, and (answered) what it still writes."""
         conversation_id = turn.conversation_id
         # "private": the owner's own words (episodes.guests_day); "untrusted": a recall of it is outside content.
         meta: dict[str, object] = {"private": turn.extract_facts, **({"untrusted": True} if turn.untrusted else {})}
@@ -326,7 +376,7 @@ class Agent(SessionCalls):
             system = self.prompt.system_prompt(two_step, turn.limit)
         else:
             system = self.prompt.guest_prompt(turn.guest if turn.limit is None else turn.guest & turn.limit, two_step)
-        budget, measure = self._history_budget()
+        budget, measure = history_budget(self.settings.runtime)
         history = trim_history(self.history.load(conversation_id), budget, measure=measure)
         # A forwarded mail two turns ago (or a reply that restated it) is still in the prompt: its
         # text can steer this turn too.
@@ -359,10 +409,15 @@ class Agent(SessionCalls):
         except TurnStopped:
             # Not kept in the history: a small model copies a "Stopped." answer it sees there.
             turn.error = turn.stop.why or "stopped by the owner"
-            return stopped_reply(turn), False
-        if ok:
-            reply = self._keep_answer(turn, reply, meta, images, budget, measure)
-        return reply, ok
+            return stopped_reply(turn), False, None
+        if not ok:
+            return reply, ok, None
+        reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
+        # Messages that entered the turn meanwhile (busy mode steer) are the user's side of it too.
+        steered = [one.text for one in turn.steer.taken()] if turn.steer is not None else []
+        # A reply written with outside content in view may restate it: logged (and extracted) as outside.
+        reply_meta = {"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {}), **images}
+        return reply, ok, KeptTurn.of(turn, reply, steered, meta, reply_meta)
 
     def _new_turn(self, message: AgentMessage, place: str) -> TurnRecord:
         """The record of one message's turn: the outside content it starts with, a guest's skills, its limits."""
@@ -407,50 +462,6 @@ class Agent(SessionCalls):
             private=message.owner_chat,
         )
 
-    def _keep_answer(
-        self,
-        turn: TurnRecord,
-        reply: str,
-        meta: dict[str, object],
-        images: Mapping[str, object],
-        budget: int,
-        measure: Callable[[Message], int],
-    ) -> str:
-        """An answered turn: the reply made honest, the exchange kept in the history and the memory log."""
-        reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
-        # Messages that entered the turn meanwhile (busy mode steer) are the user's side of it too.
-        steered = [one.text for one in turn.steer.taken()] if turn.steer is not None else []
-        for text in steered:
-            self._turn_memory.log(turn, "user", text, message_id=None, meta=meta)
-        self.history.append_pair(
-            turn.conversation_id,
-            "\n\n".join([turn.text, *steered]),
-            reply,
-            budget_chars=budget,
-            when=turn.now,
-            # The message or a call's result is kept marked; memory recalled into the turn is not in
-            # the history, only the reply written beside it (derived, one generation).
-            untrusted=turn.read_outside,
-            derived=turn.history_original or turn.untrusted,
-            outside=stored_sources(turn.outside.values()),
-            measure=measure,
-            on_drop=lambda dropped: self.compactor.dropped(
-                turn.conversation_id, dropped, history_budget_chars(self.settings.runtime)
-            ),
-        )
-        self._note_session(turn)
-        # A reply written with outside content in view may restate it: logged (and extracted) as outside.
-        meta = {"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {}), **images}
-        self._turn_memory.log(turn, "assistant", reply, message_id=None, meta=meta)
-        return reply
-
-    def _note_session(self, turn: TurnRecord) -> None:
-        """Note the answered message in the session list (/sessions); a failed write costs only the listing."""
-        try:
-            self.sessions.touch(turn.place, turn.conversation_id, turn.now, turn.text)
-        except OSError as err:
-            log.warning("could not note the message in the session list of %r: %s", turn.place, err)
-
     def chosen_runner(self, place: str) -> str | None:
         """The runner a chat or topic chose with /model when the config still has it, else None (the default)."""
         name = self.runner_choices.get(place)
@@ -466,15 +477,6 @@ class Agent(SessionCalls):
         if prefer in names:
             names = (prefer, *names)
         return next((r for r in self.llm.runners if names and r.name == names[0]), None)
-
-    def _history_budget(self) -> tuple[int, Callable[[Message], int]]:
-        """(budget, how a message is measured): estimated tokens when history_budget_tokens is set."""
-        tokens = self.settings.runtime.history_budget_tokens
-        return (
-            (tokens, message_tokens)
-            if tokens is not None
-            else (history_budget_chars(self.settings.runtime), message_chars)
-        )
 
     # -- after the lock ------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from assistant_framework.json_types import JsonObject
 from assistant_framework.skills.spec import MemorySearch
 from messaging_llm_bot.agent.outside import RECALL, OutsideSource
-from messaging_llm_bot.agent.turn import TurnRecord, TurnResult, hit_dict
+from messaging_llm_bot.agent.turn import TurnRecord, hit_dict
 
 if TYPE_CHECKING:  # pragma: no cover - the memory package loads with the memory service
     from assistant_framework.memory import MemoryHit
@@ -97,18 +97,25 @@ class TurnMemory:
 
     def log(self, turn: TurnRecord, role: str, text: str, *, message_id: int | str | None, meta: JsonObject) -> None:
         """Log one line of the turn; its id goes to the turn (for the facts taken from it)."""
+        turn_id = self.log_line(turn.conversation_id, role, text, message_id=message_id, meta=meta)
+        if turn_id:
+            turn.log_ids.append(turn_id)
+
+    def log_line(
+        self, conversation_id: str, role: str, text: str, *, message_id: int | str | None, meta: JsonObject
+    ) -> str | None:
+        """Log one line of a conversation; its id (None: not logged)."""
         if self.memory is None:
-            return
+            return None
         try:
             record = self.memory.log_turn(
-                turn.conversation_id, role, text, time=self.clock(), message_id=message_id, meta=meta
+                conversation_id, role, text, time=self.clock(), message_id=message_id, meta=meta
             )
         except Exception:  # losing one log line is bad; losing the answer too would be worse
-            log.exception("memory log of a %s turn failed in conversation %r", role, turn.conversation_id)
-            return
+            log.exception("memory log of a %s turn failed in conversation %r", role, conversation_id)
+            return None
         turn_id = (record or {}).get("turn_id")
-        if turn_id:
-            turn.log_ids.append(str(turn_id))
+        return str(turn_id) if turn_id else None
 
     def recall(self, turn: TurnRecord, private: bool) -> str:
         """The recall block for the turn's prompt ('' for none); recalled outside content marks the turn."""
@@ -150,15 +157,12 @@ class TurnMemory:
         except Exception:  # the periodic refresh picks them up later; the answer must not wait for it
             log.exception("memory: indexing %s after turn %s failed", turn.touched, turn.trace_id)
 
-    def after_turn(self, turn: TurnRecord, result: TurnResult) -> None:
-        """Queue the facts of an answered turn (an untrusted turn's facts are stored marked); none from a turn
-        that keeps its memory apart (a served client's)."""
-        if self.memory is None or not result.ok or not turn.extract_facts:
+    def take_facts(self, conversation_id: str, text: str, reply: str, log_ids: list[str], guarded: bool) -> None:
+        """Queue the facts of an answered exchange (a ``guarded`` turn's are stored marked: outside text never
+        becomes an owner fact)."""
+        if self.memory is None:
             return
         try:
-            # An untrusted turn's facts are stored marked: outside text never becomes an owner fact.
-            self.memory.after_turn(
-                turn.conversation_id, turn.text, result.reply, turn_ids=tuple(turn.log_ids), untrusted=turn.guarded
-            )
+            self.memory.after_turn(conversation_id, text, reply, turn_ids=tuple(log_ids), untrusted=guarded)
         except Exception:
-            log.exception("memory upkeep after turn %s failed", turn.trace_id)
+            log.exception("memory upkeep after an answered turn of %r failed", conversation_id)

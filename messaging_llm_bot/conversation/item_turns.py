@@ -13,19 +13,26 @@ skips straight to the delivery. The channel gives what differs: reading its item
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from assistant_framework.background import FOREGROUND
-from assistant_framework.inbox import InboxItem
+from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.delivery import DeliveryError
+from messaging_llm_bot.conversation.handed import Handed, handing
 from messaging_llm_bot.conversation.job_answer import Deliver, Tell, answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
+from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +79,11 @@ class ItemTurns(ChannelTurns):
     TRIES_BEFORE_HELD = 4
     #: The platform's name as a sentence says it ("Telegram refused it: ..."); "": the channel's.
     PLATFORM = ""
+
+    def __init__(self, runtime: Runtime, inbox: Inbox, channel: str) -> None:
+        super().__init__(runtime, inbox, channel)
+        #: The turns still keeping their exchange after their answer was handed on, by item (``finish`` waits).
+        self._keeping: dict[str, asyncio.Future[TurnResult]] = {}
 
     async def answer(self, item: InboxItem) -> None:
         """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
@@ -134,8 +146,9 @@ class ItemTurns(ChannelTurns):
         Returns the reply, those ids, and the items offered too late: each answered in its own turn after."""
         running: RunningTurn[InboxItem] | None = None
         failed = True
+        handed = Handed(functools.partial(self.inbox.record_kept, item.item_id))
         try:
-            with self.busy.turn(item.conversation_id, sender, joinable) as running:
+            with self.busy.turn(item.conversation_id, sender, joinable) as running, handing(handed):
                 reply = await produce()
             failed = False
         except asyncio.CancelledError:
@@ -155,9 +168,11 @@ class ItemTurns(ChannelTurns):
             # One write: the reply and the later messages it answers (a replay completes them with it). In the
             # event loop: the ledger is written without fsync (inbox/ledger.py) and its lock is never held across
             # one, so this costs less than a hand-off to a thread and back, on the way to the reply's send.
-            self.inbox.record_reply(item.item_id, reply, merged)
+            self.inbox.record_reply(item.item_id, reply, merged, None if failed else handed.keeping)
         except OSError as err:
             log.warning("%s: could not record the reply of %s: %s", self.channel, item.item_id, err)
+        if handed.turn is not None:  # still writing the exchange: the item is completed once it is kept
+            self._keeping[item.item_id] = handed.turn
         return reply, merged, later
 
     async def finish(
@@ -168,22 +183,54 @@ class ItemTurns(ChannelTurns):
         ledger): the completion runs beside the chat's next turn instead of before it; a crash before it
         ends leaves a reply whose parts are all out, which the next start completes sending nothing."""
         ids = [*merged, item.item_id]
+        turn = self._keeping.pop(item.item_id, None)
         if beside_next:
             # A running turn from now on (the shutdown waits for it), which keeps a reference too.
-            self._active.track(asyncio.get_running_loop().create_task(self._complete_beside(ids)))
+            self._active.track(asyncio.get_running_loop().create_task(self._complete_beside(ids, item, turn)))
         else:
-            await self._complete(ids)
+            await self._complete(ids, item, turn)
         for other in later:
             await self.answer_message(other)
 
-    async def _complete(self, ids: list[str]) -> None:
+    async def _complete(self, ids: list[str], item: InboxItem, turn: asyncio.Future[TurnResult] | None) -> None:
+        """Complete the items once the turn's exchange is kept (conversation/handed.py); else they stay, and the
+        next start keeps it from the ledger's record and completes them, sending nothing."""
+        if not await self._kept(item, turn):
+            return
         for one in ids:  # two unlinks each, in the event loop (``record_reply`` says why)
             self.inbox.complete(one)
 
-    async def _complete_beside(self, ids: list[str]) -> None:
+    async def _kept(self, item: InboxItem, turn: asyncio.Future[TurnResult] | None) -> bool:
+        if turn is not None:  # this run's turn, writing after its answer was handed on
+            try:
+                return (await turn).kept is not False
+            except Exception:  # noqa: BLE001 - logged by the turn's callback; the next start keeps it
+                return False
+        if item.keeping is None or item.kept:
+            return True
+        # A replay: the last run's turn was cut off after its answer was sent, before its exchange was kept.
+        return await asyncio.to_thread(self._keep_recorded, item)
+
+    def _keep_recorded(self, item: InboxItem) -> bool:
+        from messaging_llm_bot.agent.keeping import KeptTurn  # on use: start-up does not need the agent
+
+        kept = KeptTurn.from_json(item.keeping)
+        if kept is None:
+            log.warning("%s: the record of %s's exchange is not readable; completing it", self.channel, item.item_id)
+            return True
+        try:
+            self.runtime.agent.keeper.keep(kept, again=True)
+            self.inbox.record_kept(item.item_id)
+        except Exception:  # noqa: BLE001 - a full disk: the item stays for the next start
+            log.exception("%s: could not keep the exchange of %s", self.channel, item.item_id)
+            return False
+        log.info("%s: kept the exchange of %s, whose turn was cut off after its reply", self.channel, item.item_id)
+        return True
+
+    async def _complete_beside(self, ids: list[str], item: InboxItem, turn: asyncio.Future[TurnResult] | None) -> None:
         """``_complete`` as a task of its own."""
         try:
-            await self._complete(ids)
+            await self._complete(ids, item, turn)
         except OSError as err:  # left for the next start, which sends nothing again
             log.warning("%s: could not complete %s in the inbox: %s", self.channel, ids[-1], err)
 

@@ -11,6 +11,7 @@ and the ledger's records as parts go out.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -25,6 +26,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.attachments import VOICE_DISABLED, unsupported_text
 from messaging_llm_bot.conversation.busy import BusyTurns
 from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.handed import HANDED
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, FilesInput, area_for
 from messaging_llm_bot.conversation.pool import GIVEN_UP, TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -38,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from messaging_llm_bot.agent.guard import ApproveCallback
     from messaging_llm_bot.agent.images import ImageInput
     from messaging_llm_bot.agent.incoming import AgentMessage
-    from messaging_llm_bot.agent.turn import AgentEvent
+    from messaging_llm_bot.agent.turn import AgentEvent, TurnResult
     from messaging_llm_bot.llm.transcribe import Transcription
 
 log = logging.getLogger(__name__)
@@ -226,8 +228,20 @@ class ChannelTurns:
         # the message shows it.
         incoming = agent_incoming(request, agent.settings.llm.stream or self.ALWAYS_STREAM, approve, on_event)
         stop = functools.partial(agent.stop, request.conversation_id, GIVEN_UP)  # a stop that gives up on the turn
-        answered = await self.pool.run(agent.handle, incoming, owner_turn=request.from_owner, stop=stop)
-        text = reply_text(answered)
+        handed = HANDED.get()
+        answered: TurnResult | str
+        if handed is None:
+            answered = await self.pool.run(agent.handle, incoming, owner_turn=request.from_owner, stop=stop)
+        else:  # an inbox item's turn: the answer is taken before the turn writes its history (conversation/handed.py)
+            answered = await handed.take(
+                lambda on_answer: self.pool.run(
+                    agent.handle,
+                    dataclasses.replace(incoming, on_answer=on_answer, on_kept=handed.noted),
+                    owner_turn=request.from_owner,
+                    stop=stop,
+                )
+            )
+        text = answered if isinstance(answered, str) else reply_text(answered)
         return f"{text}\n\n{request.notice}" if request.notice else text
 
     async def speak(
