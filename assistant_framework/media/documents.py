@@ -81,6 +81,11 @@ def _not_the_format(path: Path, kind: str, size: int) -> DocumentRefused | None:
     return None
 
 
+def took_longer(seconds: float) -> DocumentRefused:
+    """Why a document was not read within its time bound (the worker ended, or no reader free in time)."""
+    return DocumentRefused(f"reading it took longer than {seconds:.0f} seconds")
+
+
 def _run_worker(path: str, kind: str, limits: DocumentSettings) -> dict[str, object] | DocumentRefused:
     """The worker's answer for one file, or why there is none (it took too long, it failed)."""
     command = [
@@ -105,7 +110,7 @@ def _run_worker(path: str, kind: str, limits: DocumentSettings) -> dict[str, obj
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return DocumentRefused(f"reading it took longer than {limits.timeout_seconds:.0f} seconds")
+        return took_longer(limits.timeout_seconds)
     except OSError as err:
         return DocumentRefused(f"the document reader could not start ({err.strerror or err})")
     try:

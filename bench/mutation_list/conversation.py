@@ -65,6 +65,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_documents.py",),
     ),
     Mutation(
+        "documents-readers-unbounded",
+        f"{BOT}/conversation/documents.py",
+        "READERS = Slots(READERS_AT_ONCE)",
+        "READERS = Slots(100)",
+        "every chat's document gets a reader process of its own at once: ten chats, ten times 2 GiB",
+        ("test_document_readers.py",),
+    ),
+    Mutation(
         "attachment-name-said-as-sent",
         f"{BOT}/conversation/media_in.py",
         "    name = sanitize_name(one.name)",

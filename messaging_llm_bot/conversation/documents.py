@@ -2,6 +2,11 @@
 thread; a PDF or office file in a worker process with a time bound), indexed for memory search in the owner's chat, and
 the turn's text: the attachment note, the start of the text and how much more there is.
 
+At most ``READERS_AT_ONCE`` worker processes run in the whole bot, whatever the number of chats and channels
+sending documents: each may take 2 GiB of address space, and ten chats' PDFs at once would be an OOM kill on a
+small machine. The others wait in order within their message's time bound; one whose wait runs out is told
+what a reader that ran out of time is told.
+
 The text is outside content like the file: the turn that carries it is untrusted (every file makes it so), the
 saved text is marked ``untrusted`` in its front matter, and memory search shows its hits as outside content.
 """
@@ -17,16 +22,22 @@ from typing import Protocol
 
 from assistant_framework.config.settings import DocumentSettings
 from assistant_framework.media.documents import (
+    IN_THREAD_KINDS,
     DocumentRefused,
     DocumentText,
     document_kind,
     read_document,
+    took_longer,
 )
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.attachments import SavedFile, attachment_prompt
+from messaging_llm_bot.conversation.slots import Slots
 
 log = logging.getLogger(__name__)
 DEFAULT_LIMITS = DocumentSettings()
+#: Document reader processes at once in the whole bot (each bounded to 2 GiB of address space).
+READERS_AT_ONCE = 2
+READERS = Slots(READERS_AT_ONCE)
 
 
 class DocumentIndex(Protocol):
@@ -106,7 +117,7 @@ async def document_prompt(
     if kind is None:
         return attachment_prompt(saved, origin=origin)
     try:
-        read = await asyncio.to_thread(read_document, area, saved.rel_path, kind, limits)
+        read = await _read(area, saved.rel_path, kind, limits)
     except OSError as err:
         log.warning("documents: could not read %s: %s", saved.rel_path, err)
         return DocumentRefused(f"the file could not be read back ({err.strerror or err})")
@@ -118,3 +129,18 @@ async def document_prompt(
         except Exception as err:  # noqa: BLE001 - the periodic refresh finds it later; the turn goes on
             log.warning("documents: indexing %s failed (the next refresh tries again): %s", read.text_path, err)
     return text_prompt(saved, read, origin)
+
+
+async def _read(area: Workspace, rel: str, kind: str, limits: DocumentSettings) -> DocumentText | DocumentRefused:
+    """The document read in a worker thread; one that needs a reader process waits for one of ``READERS``, and
+    its wait counts in ``limits.timeout_seconds``."""
+    if kind in IN_THREAD_KINDS:
+        return await asyncio.to_thread(read_document, area, rel, kind, limits)
+
+    def within(left: float) -> DocumentText | DocumentRefused:
+        read = read_document(area, rel, kind, replace(limits, timeout_seconds=left))
+        # The time it had is the document's bound, the wait for a reader included.
+        return took_longer(limits.timeout_seconds) if read == took_longer(left) else read
+
+    read = await READERS.run(limits.timeout_seconds, within)
+    return took_longer(limits.timeout_seconds) if read is None else read
