@@ -82,7 +82,7 @@ def test_five_chats_sending_pdfs_at_once_run_two_readers_at_a_time_and_each_is_a
     for user in [OWNER, *FRIENDS]:
         fake.wait_for(lambda user=user: "Read it." in texts(fake, user), timeout=40)
     assert len(watch.counts()) == 5, watch.counts()  # each document had its reader
-    assert max(watch.counts()) <= documents.READERS_AT_ONCE == 2, watch.counts()
+    assert max(watch.counts()) <= 2, watch.counts()  # documents.READERS_AT_ONCE
     turns = [request["messages"][-1]["content"] for request in chat_server.chat_requests]
     assert len(turns) == 5 and all("[Document text] 2 pages" in turn for turn in turns), turns
     assert documents.READERS.taken == 0
