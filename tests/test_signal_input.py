@@ -157,3 +157,26 @@ def test_an_attachment_over_the_limit_without_a_size_is_refused(
     assert sent["message"] == "That file is larger than 2 MB, the most I take.", sent["message"]
     assert not [p for p in workspace.root.rglob("*") if p.is_file() and "big" in p.name]
     assert not chat_server.chat_requests
+
+
+def test_an_attachment_without_a_size_is_read_from_signal_cli_no_further_than_the_limit(
+    start, daemon, chat_server, workspace, monkeypatch
+):
+    """The Signal channel passes the limit's base64 to ``JsonRpcHttp.rpc(max_bytes=...)`` when it fetches a file
+    listed without its size: of a 30 MB file's 40 MB answer the bot takes a few MB (what the sockets hold), hangs
+    up, and the sender gets the refusal; without ``max_bytes`` at the call site the whole answer was read into the
+    bot's memory before the same refusal."""
+    from messaging_llm_bot.channels.signal.turn import SignalTurns
+
+    monkeypatch.setattr(SignalTurns, "MAX_FILE_BYTES", 2_000_000)
+    att = daemon.add_attachment(b"%PDF-1.4 " + b"x" * 30_000_000, "application/pdf", filename="huge.pdf")
+    att["size"] = None
+    start()
+    daemon.message(OWNER, "what is this?", attachments=[att])
+    [sent] = daemon.wait_sent(1)
+    assert sent["message"] == "That file is larger than 2 MB, the most I take.", sent["message"]
+    wait_for(lambda: daemon.large_answers and daemon.large_answers[0]["done"], what="the answer's end")
+    [answer] = daemon.large_answers
+    assert answer["bytes"] > 40_000_000 and answer["sent"] < answer["bytes"] / 2, answer
+    assert not [p for p in workspace.root.rglob("*") if p.is_file() and "huge" in p.name]
+    assert not chat_server.chat_requests

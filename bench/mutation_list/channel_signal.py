@@ -112,4 +112,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an event the daemon delivers again (its sender and timestamp) is answered a second time",
         KIT_TELEGRAM_SIGNAL_WHATSAPP,
     ),
+    Mutation(
+        "signal-attachment-fetched-without-max-bytes",
+        f"{BOT}/channels/signal/turn.py",
+        'rpc("getAttachment", params, max_bytes=limit * 4 // 3 + 4096)',
+        'rpc("getAttachment", params)',
+        "the Signal channel reads an attachment listed without its size whole into memory before refusing it",
+        ("test_signal_input.py",),
+    ),
 )

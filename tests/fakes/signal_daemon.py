@@ -22,11 +22,12 @@ Methods: ``send`` (recipient|groupId, message, textStyle, attachments, quoteTime
 account's own number gives ``account_uuid``). Everything received
 is recorded: ``sent`` (send params + the assigned ``timestamp``; attachments given as ``data:`` URIs, as
 signal-cli takes bytes, decoded under ``files``), ``typing``, ``receipts``, ``rpc``,
-``batches``.
+``batches``; of an answer over 1 MB (an attachment's base64), how much the client took before it hung up
+(``large_answers``: such an answer leaves in 64 KB pieces).
 Faults: ``send_errors`` (the next send calls fail with these RpcErrors, in order); a recipient in
 ``unregistered`` is not a Signal user: every send to them fails as signal-cli answers it (-1 with the
 send results in ``data``, type ``UNREGISTERED_FAILURE``).
-Every response is written in one write on a TCP_NODELAY socket (``tests.fakes._http``).
+Every response up to 1 MB is written in one write on a TCP_NODELAY socket (``tests.fakes._http``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ from tests.fakes._http import FakeHandler, FakeServer
 STYLES = ("NONE", "BOLD", "ITALIC", "SPOILER", "STRIKETHROUGH", "MONOSPACE")
 MAX_MESSAGE_SIZE_BYTES = 2000  # signal-cli ServiceConfig: longer bodies become a long-text attachment
 _STYLE_RE = re.compile(r"(\d+):(\d+):(.+)")
+#: An answer larger than this leaves in pieces of ``LARGE_ANSWER_PIECE``, each counted (``large_answers``).
+LARGE_ANSWER_BYTES = 1 << 20
+LARGE_ANSWER_PIECE = 1 << 16
 
 
 class RpcError(Exception):
@@ -101,8 +105,31 @@ class _Handler(FakeHandler):
         answer = self.server.fake._rpc_body(body)
         if answer is None:
             self.send(201)
+            return
+        payload = json.dumps(answer).encode("utf-8")
+        if len(payload) <= LARGE_ANSWER_BYTES:
+            self.send(200, payload, "application/json")
         else:
-            self.send_json(200, answer)
+            self._send_counted(payload)
+
+    def _send_counted(self, payload: bytes) -> None:
+        """A large answer (an attachment's base64) in pieces, noting in ``large_answers`` how much of it the
+        client's socket took before it hung up."""
+        fake = self.server.fake
+        record = {"bytes": len(payload), "sent": 0, "done": False}
+        with fake._cond:
+            fake.large_answers.append(record)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            for start in range(0, len(payload), LARGE_ANSWER_PIECE):
+                self.wfile.write(payload[start : start + LARGE_ANSWER_PIECE])
+                self.wfile.flush()
+                record["sent"] = min(len(payload), start + LARGE_ANSWER_PIECE)
+        finally:
+            record["done"] = True
 
 
 class FakeSignalDaemon:
@@ -127,6 +154,9 @@ class FakeSignalDaemon:
         self.batches: list[list] = []  # the methods of each batch request
         self.groups: dict[str, dict] = {}
         self.attachments: dict[str, bytes] = {}
+        # Answers over LARGE_ANSWER_BYTES: their size and how much the client's socket took ("sent"), "done" once
+        # the fake stopped writing (all sent, or the client hung up).
+        self.large_answers: list[dict] = []
         self.send_errors: list[RpcError] = []  # the next send calls fail with these, in order
         self.unregistered: set[str] = set()  # recipients that are not Signal users: every send to them fails
         self.event_connects = 0
