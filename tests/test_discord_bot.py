@@ -47,6 +47,32 @@ def _pending(workspace: Path) -> list[Path]:
     return list((workspace / "state/inbox/pending").rglob("*.json"))
 
 
+def _write_config(
+    folder: Path, discord: FakeDiscordAPI, model: FakeChatServer, allowed: tuple[str, ...] = (OWNER,)
+) -> Path:
+    config = {
+        "llm": {
+            "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 30}],
+            "max_skill_rounds": 3,
+            "retries_per_runner": 0,
+            "stream": True,
+        },
+        "runtime": {"timezone": "Europe/Berlin", "log_level": "INFO", "shutdown_timeout_seconds": 2},
+        "telegram": {"token": ""},
+        "memory": {"enabled": False},
+        "discord": {
+            "enabled": True,
+            "bot_token_env": "DISCORD_TEST_TOKEN",
+            "allowed": list(allowed),
+            "base_url": discord.base_url,
+            "edit_interval_seconds": 0.1,  # the platform's 1 s is waited out by nothing here
+        },
+    }
+    path = folder / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     from tests.fakes.discord_api import FakeDiscordAPI
@@ -54,26 +80,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     folder = tmp_path_factory.mktemp("discord-bot")
     with FakeChatServer() as model, FakeDiscordAPI(token=TOKEN) as discord:
         discord.add_user(OWNER)
-        config = {
-            "llm": {
-                "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 30}],
-                "max_skill_rounds": 3,
-                "retries_per_runner": 0,
-                "stream": True,
-            },
-            "runtime": {"timezone": "Europe/Berlin", "log_level": "INFO", "shutdown_timeout_seconds": 2},
-            "telegram": {"token": ""},
-            "memory": {"enabled": False},
-            "discord": {
-                "enabled": True,
-                "bot_token_env": "DISCORD_TEST_TOKEN",
-                "allowed": [OWNER],
-                "base_url": discord.base_url,
-                "edit_interval_seconds": 0.1,  # the platform's 1 s is waited out by nothing here
-            },
-        }
-        path = folder / "config.json"
-        path.write_text(json.dumps(config), encoding="utf-8")
+        path = _write_config(folder, discord, model)
         bot = BotProcess(path, folder / "workspace", folder / "bot.log", env={"DISCORD_TEST_TOKEN": TOKEN})
         with bot:
             bot.start()
@@ -347,3 +354,27 @@ def test_a_reply_part_that_reached_discord_just_before_a_kill_is_not_sent_twice(
     assert texts == [first.strip(), second]
     assert len(discord.calls(MESSAGES)) == calls + 3  # the second part sent twice, made once
     assert len(model.chat_requests) == 1  # the reply was in the ledger: the model is not asked again
+
+
+def test_a_run_left_in_the_inbox_once_no_owner_is_set_is_dropped_unsent(tmp_path: Path) -> None:
+    """A job's run was queued for the owner's DM, then the allowlist was emptied (no owner): a run is the owner's
+    turn in the owner's chat, so it is not run for user "" (it was): nothing reaches the model or the DM, it is
+    logged and completed (conversation/item_turns.py's ``run_job``, the one check of every channel)."""
+    from assistant_framework.inbox import Inbox
+    from assistant_framework.workspace import Workspace
+    from messaging_llm_bot.conversation.job_runs import JobRun
+    from tests.fakes.discord_api import FakeDiscordAPI
+
+    with FakeChatServer() as model, FakeDiscordAPI(token=TOKEN) as discord:
+        dm = discord.add_user(OWNER)
+        planned = "2026-03-02T07:30:00+00:00"
+        run = JobRun(f"j1:{planned}", "j1", "news", "prompt", "News?", planned, False, "UTC")
+        Inbox(Workspace(tmp_path / "workspace")).accept(f"job:j1:{planned}", f"dc:{dm}", run.payload())
+        config = _write_config(tmp_path, discord, model, allowed=())
+        with BotProcess(config, tmp_path / "workspace", tmp_path / "bot.log", env={"DISCORD_TEST_TOKEN": TOKEN}) as bot:
+            bot.start()
+            wait_until(lambda: _connected(bot), timeout=60, what="the bot process to connect to the gateway")
+            wait_until(lambda: not _pending(tmp_path / "workspace"), timeout=30, what="the run's item completed")
+        assert not model.chat_requests and discord.posted(dm) == []
+        log = bot.log_text()
+        assert "cannot run (no owner chat); dropped" in log and "Traceback" not in log

@@ -45,7 +45,9 @@ def _pending(workspace: Path) -> list[Path]:
     return list((workspace / "state/inbox/pending").rglob("*.json"))
 
 
-def _write_config(folder: Path, slack: FakeSlackAPI, model: FakeChatServer) -> Path:
+def _write_config(
+    folder: Path, slack: FakeSlackAPI, model: FakeChatServer, allowed: tuple[str, ...] = (OWNER,)
+) -> Path:
     config = {
         "llm": {
             "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 30}],
@@ -60,7 +62,7 @@ def _write_config(folder: Path, slack: FakeSlackAPI, model: FakeChatServer) -> P
             "enabled": True,
             "bot_token_env": "SLACK_TEST_TOKEN",
             "signing_secret_env": "SLACK_TEST_SECRET",
-            "allowed": [OWNER],
+            "allowed": list(allowed),
             "webhook": {"port": 0},
             "base_url": slack.base_url,
             "edit_interval_seconds": 0.1,  # the platform's 1 s is waited out by nothing here
@@ -463,3 +465,27 @@ def test_a_strangers_slash_command_gets_the_pairing_code_once_and_the_owners_pai
     assert slack.deliver_command(slack.slash(stranger, "/nope")).status_code == 200
     wait_until(lambda: len(slack.posted(slack.dms[stranger])) == 2, what="the paired one's answer")
     assert slack.posted(slack.dms[stranger])[1]["text"].startswith("Unknown command /nope.")
+
+
+def test_a_run_left_in_the_inbox_once_no_owner_is_set_is_dropped_unsent(tmp_path: Path) -> None:
+    """A job's run was queued for the owner's DM, then the allowlist was emptied (no owner): a run is the owner's
+    turn in the owner's chat, so it is not run for user "" (it was): nothing reaches the model or the DM, it is
+    logged and completed (conversation/item_turns.py's ``run_job``, the one check of every channel)."""
+    from assistant_framework.inbox import Inbox
+    from assistant_framework.workspace import Workspace
+    from messaging_llm_bot.conversation.job_runs import JobRun
+
+    with FakeChatServer() as model, FakeSlackAPI(token=TOKEN) as slack:
+        dm = slack.add_user(OWNER)
+        planned = "2026-03-02T07:30:00+00:00"
+        run = JobRun(f"j1:{planned}", "j1", "news", "prompt", "News?", planned, False, "UTC")
+        Inbox(Workspace(tmp_path / "workspace")).accept(f"job:j1:{planned}", f"sl:{dm}", run.payload())
+        env = {"SLACK_TEST_TOKEN": TOKEN, "SLACK_TEST_SECRET": SECRET}
+        config = _write_config(tmp_path, slack, model, allowed=())
+        with BotProcess(config, tmp_path / "workspace", tmp_path / "bot.log", env=env) as bot:
+            bot.start()
+            wait_until(lambda: _serving(bot), timeout=60, what="the bot process to listen")
+            wait_until(lambda: not _pending(tmp_path / "workspace"), timeout=30, what="the run's item completed")
+        assert not model.chat_requests and slack.posted(dm) == []
+        log = bot.log_text()
+        assert "cannot run (no owner chat); dropped" in log and "Traceback" not in log

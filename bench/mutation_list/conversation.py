@@ -198,6 +198,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         HOOKS,
     ),
     Mutation(
+        "slack-job-runs-for-no-owner",
+        f"{BOT}/conversation/routes.py",
+        "        owner=lambda s: s.slack.owner_id,",
+        '        owner=lambda s: s.slack.owner_id or "",',
+        'a Slack job run left in the inbox once no owner is set runs for user "" in the old owner\'s DM',
+        SLACK_BOT,
+    ),
+    Mutation(
+        "discord-job-runs-for-no-owner",
+        f"{BOT}/conversation/routes.py",
+        "        owner=lambda s: s.discord.owner_id,",
+        '        owner=lambda s: s.discord.owner_id or "",',
+        'a Discord job run left in the inbox once no owner is set runs for user "" in the old owner\'s DM',
+        DISCORD_BOT,
+    ),
+    Mutation(
         "owner-chats-any-thread",
         "messaging_llm_bot/conversation/routes.py",
         "        return bool(found) and chat in ids",
@@ -394,8 +410,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_telegram_media.py",),
     ),
     Mutation(
-        "chat-turns-job-without-owner-runs",
-        f"{BOT}/conversation/chat_turns.py",
+        "item-turns-job-without-owner-runs",
+        f"{BOT}/conversation/item_turns.py",
         '        if user is None:\n            log.warning("jobs: %s cannot run (no owner chat); dropped"',
         '        if user is None and False:\n            log.warning("jobs: %s cannot run (no owner chat); dropped"',
         "a job run left in the inbox once no owner is set is run for no one instead of dropped",

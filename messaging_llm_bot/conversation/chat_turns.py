@@ -116,10 +116,6 @@ class ChatTurns(ItemTurns):
         """Where a conversation's replies go without a message to answer (a job run, a notice)."""
         raise NotImplementedError
 
-    def job_user(self, to: Address) -> int | str | None:
-        """Whose turn a job run in ``to`` is (the owner's); None when the channel has no owner now (dropped)."""
-        return to.chat_id
-
     def job_chat(self, to: Address) -> int | str | None:
         """The chat of a job run in ``to`` as the agent's records name it (``TurnMessage.chat_id``); None: the
         conversation's id."""
@@ -356,13 +352,8 @@ class ChatTurns(ItemTurns):
         return fit_text(" ".join(msg.received.text.split()) or f"<{msg.received.kind}>", 60)
 
     async def answer_job(self, item: InboxItem) -> None:
-        """A job run answered once (``ItemTurns.run_job``) in its conversation, delivered like a reply; dropped
-        when the channel has no owner now: a job is the owner's, no one else's turn."""
+        """A job run answered once (``ItemTurns.run_job``: dropped when the channel has no owner now) in its
+        conversation, delivered like a reply."""
         to = self.address_of(item.conversation_id)
-        user = self.job_user(to)
-        if user is None:
-            log.warning("jobs: %s cannot run (no owner chat); dropped", item.item_id)
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
-            return
         deliver = functools.partial(self.deliver, item, to)
-        await self.run_job(item, user, deliver, functools.partial(self.say, to), self.job_chat(to))
+        await self.run_job(item, deliver, functools.partial(self.say, to), self.job_chat(to))

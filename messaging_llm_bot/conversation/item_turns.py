@@ -28,6 +28,7 @@ from messaging_llm_bot.conversation.handed import Handed, handing
 from messaging_llm_bot.conversation.job_answer import Deliver, Tell, answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
+from messaging_llm_bot.conversation.routes import configured_owner
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns
 
@@ -246,18 +247,27 @@ class ItemTurns(ChannelTurns):
         tasks.spawn(chat, self.answer(stored), owner=True, exempt=True)
         return True
 
-    async def run_job(
-        self, item: InboxItem, user_id: int | str, deliver: Deliver, tell: Tell, chat_id: int | str | None = None
-    ) -> None:
+    def job_user(self) -> int | str | None:
+        """Whose turn a job run is: the channel's owner as the config names it now; None: it names none."""
+        return configured_owner(self.runtime.settings, self.channel)
+
+    async def run_job(self, item: InboxItem, deliver: Deliver, tell: Tell, chat_id: int | str | None = None) -> None:
         """A job run's item answered once (conversation/job_answer.py) in its chat (``chat_id`` as the agent's
-        records name it; None: the conversation's id): ``deliver`` its reply, ``tell`` the owner a paused job."""
+        records name it; None: the conversation's id): ``deliver`` its reply, ``tell`` the owner a paused job.
+        Dropped when the channel has no owner now (the allowlist emptied since it was queued): a job is the
+        owner's turn in the owner's chat, no one else's."""
+        user = self.job_user()
+        if user is None:
+            log.warning("jobs: %s cannot run (no owner chat); dropped", item.item_id)
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            return
         await answer_job_run(
             self.runtime,
             self.pool,
             self.inbox,
             item,
             chat_id=item.conversation_id if chat_id is None else chat_id,
-            user_id=user_id,
+            user_id=user,
             deliver=deliver,
             tell=tell,
         )

@@ -104,8 +104,11 @@ class OwnerChatTurns(ItemTurns):
         )
         return await self.ask_agent(request, approve=self.approver, on_event=self.on_event)
 
+    def job_user(self) -> str:
+        return OWNER  # whoever runs the chat (the terminal, the web page signed in to)
+
     async def answer_job(self, item: InboxItem) -> None:
-        await self.run_job(item, OWNER, functools.partial(self.deliver, item), functools.partial(self.tell, item))
+        await self.run_job(item, functools.partial(self.deliver, item), functools.partial(self.tell, item))
 
     def channel_jobs(
         self,

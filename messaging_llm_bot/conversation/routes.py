@@ -47,6 +47,9 @@ class Route:
     thread_mark: str = ""
     # Where a pairing approval adds a stranger; None: the channel has no strangers to pair (the terminal).
     allowlist: AllowlistKeys | None = None
+    # The owner's id as the config names it now (None: it names none); unset: the channel's owner is whoever
+    # runs it (the terminal, the web page signed in to).
+    owner: Callable[[Settings], int | str | None] | None = None
 
 
 def section_route(channel: str, prefix: str, *, owner_chat: bool = True, thread_mark: str = "") -> Route:
@@ -70,6 +73,7 @@ def section_route(channel: str, prefix: str, *, owner_chat: bool = True, thread_
         owner_chats=owner_chats,
         thread_mark=thread_mark,
         allowlist=AllowlistKeys("allowed", "owner"),
+        owner=lambda settings: section(settings).owner_id,
     )
 
 
@@ -81,6 +85,7 @@ ROUTES: tuple[Route, ...] = (
         bare_numbers=True,
         owner_chats=lambda s: () if s.telegram.owner is None else (f"tg:{s.telegram.owner}", str(s.telegram.owner)),
         allowlist=AllowlistKeys("allowed_user_ids", "owner_id", int),
+        owner=lambda s: s.telegram.owner,
     ),
     Route(
         "signal",
@@ -90,6 +95,7 @@ ROUTES: tuple[Route, ...] = (
             (f"sig:{s.signal.owner or s.signal.allowed[0]}",) if s.signal.owner or s.signal.allowed else ()
         ),
         allowlist=AllowlistKeys("allowed", "owner"),
+        owner=lambda s: s.signal.owner_id,
     ),
     Route(
         "email",
@@ -98,6 +104,7 @@ ROUTES: tuple[Route, ...] = (
         owner_chats=lambda s: (f"mail:{s.email.owner_address}",) if s.email.owner_address else (),
         thread_mark=":",
         allowlist=AllowlistKeys("allowed", "owner"),
+        owner=lambda s: s.email.owner_address,
     ),
     Route(
         "matrix",
@@ -105,6 +112,7 @@ ROUTES: tuple[Route, ...] = (
         configured=lambda settings: settings.matrix.enabled,
         thread_mark="|",
         allowlist=AllowlistKeys("allowed", "owner"),
+        owner=lambda s: s.matrix.owner_id,
     ),
     Route(
         "whatsapp",
@@ -116,6 +124,7 @@ ROUTES: tuple[Route, ...] = (
             else ()
         ),
         allowlist=AllowlistKeys("allowed", "owner", lambda number: f"+{number}"),
+        owner=lambda s: s.whatsapp.owner_id,
     ),
     Route(
         "slack",
@@ -123,12 +132,14 @@ ROUTES: tuple[Route, ...] = (
         configured=lambda settings: settings.slack.enabled,
         thread_mark="|",
         allowlist=AllowlistKeys("allowed", "owner"),
+        owner=lambda s: s.slack.owner_id,
     ),
     Route(
         "discord",
         "dc:",
         configured=lambda settings: settings.discord.enabled,
         allowlist=AllowlistKeys("allowed", "owner"),
+        owner=lambda s: s.discord.owner_id,
     ),
     Route(
         "webchat",
@@ -171,6 +182,13 @@ def prefix_of(channel: str) -> str:
 def allowlist_of(channel: str) -> AllowlistKeys | None:
     """Where ``channel``'s config lists who may write; None for a channel without one (or not in the registry)."""
     return next((route.allowlist for route in ROUTES if route.channel == channel), None)
+
+
+def configured_owner(settings: Settings, channel: str) -> int | str | None:
+    """The owner's id on ``channel`` as the config names it now; None when it names none, or ``channel`` has no
+    owner in the config (the terminal, the web page: ``OwnerChatTurns`` knows its owner itself)."""
+    route = next((route for route in ROUTES if route.channel == channel), None)
+    return route.owner(settings) if route is not None and route.owner is not None else None
 
 
 def channel_names() -> tuple[str, ...]:

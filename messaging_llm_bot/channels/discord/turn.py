@@ -61,9 +61,6 @@ class DiscordTurns(ChatTurns):
     def address_of(self, conversation_id: str) -> Address:
         return address_of(conversation_id)
 
-    def job_user(self, to: Address) -> str:
-        return self.config.owner_id or ""
-
     def message(self, item: InboxItem) -> TurnMessage | None:
         msg = message_of_payload(item.payload)
         if msg is None:

@@ -149,7 +149,7 @@ class EmailTurns(ItemTurns):
             except MailServerError as err:
                 log.warning("jobs: could not tell the owner about %s: %s", item.item_id, err)
 
-        await self.run_job(item, to, lambda text: self.deliver(item, to, text, subject=subject), tell)
+        await self.run_job(item, lambda text: self.deliver(item, to, text, subject=subject), tell)
 
     async def deliver(
         self, item: InboxItem, to: str, reply: str, *, thread: Thread = NEW_THREAD, subject: str = ""

@@ -68,9 +68,6 @@ class SlackTurns(ChatTurns):
     def address_of(self, conversation_id: str) -> Address:
         return address_of(conversation_id)
 
-    def job_user(self, to: Address) -> str:
-        return self.config.owner_id or ""
-
     def live_ref(self, number: int) -> str:
         return ts_of_number(number)  # the live message's ts, recorded as a number
 

@@ -83,9 +83,6 @@ class TelegramTurns(ChatTurns):
         chat_id = chat_of(conversation_id)
         return address(chat_id, topic_in(conversation_id, chat_id))
 
-    def job_user(self, to: Address) -> int | None:
-        return self.access.settings.owner
-
     def job_chat(self, to: Address) -> int:
         return int(to.chat_id)
 
