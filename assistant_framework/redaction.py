@@ -1,5 +1,6 @@
 """Redact secrets in text shown to users, written to logs or stored in traces, and in URLs kept as names
-(``url_secrets`` and ``url_without_secrets`` live beside the config's ``redact``, which uses them).
+(``url_secrets`` and ``url_without_secrets`` live beside the config's ``redact``, which uses them), and in links
+kept to be followed (``link_without_secrets``: a feed entry's link).
 
 A server that echoes a key often cuts or masks part of it ("sk-abc…xyz", the key minus its last
 characters). So besides every whole secret, any run of ``MIN_RUN`` or more consecutive characters
@@ -13,9 +14,17 @@ import hashlib
 from collections.abc import Iterable
 
 from assistant_framework.config import REDACTED
-from assistant_framework.config.env import url_secrets, url_without_secrets
+from assistant_framework.config.env import link_without_credentials, url_secrets, url_without_secrets
 
-__all__ = ["MIN_RUN", "redact_text", "secret_spans", "url_key", "url_secrets", "url_without_secrets"]
+__all__ = [
+    "MIN_RUN",
+    "link_without_secrets",
+    "redact_text",
+    "secret_spans",
+    "url_key",
+    "url_secrets",
+    "url_without_secrets",
+]
 
 #: The shortest run of a secret's characters that counts as a leak.
 MIN_RUN = 8
@@ -74,6 +83,14 @@ def redact_text(text: str, secrets: Iterable[str], min_run: int = MIN_RUN) -> st
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+def link_without_secrets(link: str, secrets: Iterable[str] = ()) -> str:
+    """A link kept to be followed (a feed entry's): without its own credentials and secret parameters
+    (``link_without_credentials``), and with each run of ``MIN_RUN``+ characters of ``secrets`` (the secrets of
+    the URL it came from: a private feed copies its token into its entries' links) ``***``. A shorter secret is
+    not looked for: it would shred the link's words."""
+    return link_without_credentials(redact_text(link, [one for one in secrets if len(one) >= MIN_RUN]))
 
 
 def url_key(url: str) -> str:

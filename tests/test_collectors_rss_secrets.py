@@ -139,6 +139,82 @@ def test_what_an_older_version_wrote_with_a_path_token_is_rewritten_without_it(t
         assert secret not in stored and secret not in archive and secret not in run.stdout + run.stderr, secret
 
 
+#: A private feed that copies its token into its entries: links, an id, a link in a summary; one entry's link
+#: has a password and a signature of its own, one an article's slug (a token by its looks) and harmless parameters.
+PRIVATE_FEED = """<?xml version="1.0" encoding="utf-8"?>
+<rss version="2.0"><channel><title>Members podcast</title><link>https://members.example/</link>
+<description>For members</description>
+<item><title>Episode one</title><link>https://cdn.example/ep1.mp3?token={token}&amp;t=30</link>
+<guid>https://cdn.example/ep1.mp3?token={token}</guid>
+<description>&lt;p&gt;Listen &lt;a href="https://cdn.example/ep1.mp3?token={token}"&gt;here&lt;/a&gt;.&lt;/p&gt;</description></item>
+<item><title>Episode two</title><link>https://listener:{password}@members.example/ep2?sig={sig}&amp;expires=1767225600</link>
+<guid isPermaLink="false">ep-2</guid></item>
+<item><title>Episode three</title><link>https://members.example/feed/{path}/ep3.mp3</link>
+<guid isPermaLink="false">ep-3</guid></item>
+<item><title>How to use Python 3.12</title><link>https://blog.example/posts/how-to-use-python-3-12?utm_source=rss&amp;page=2</link>
+<guid isPermaLink="false">post-4</guid></item>
+</channel></rss>
+"""
+
+
+def _private_feed(srv: StaticHTTPServer, tmp_path: Path, path_token: str, sig: str) -> Path:
+    """The private feed served at ``/feed/<path_token>.rss`` and configured with ``?token=TOKEN``; its config."""
+    body = PRIVATE_FEED.format(token=TOKEN, password=PASSWORD, sig=sig, path=path_token)
+    srv.add(f"/feed/{path_token}.rss", body, content_type="application/rss+xml")
+    config = tmp_path / "config"
+    (config / "collectors").mkdir(parents=True)
+    (config / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
+    feeds = [srv.url(f"/feed/{path_token}.rss?token={TOKEN}")]
+    (config / "collectors" / "rss.json").write_text(json.dumps({"enabled": True, "feeds": feeds}))
+    return config
+
+
+def test_an_entrys_link_keeps_no_secret_and_stays_usable(tmp_path):
+    """A private feed's entries carry its token (in their links, an id, a link in a summary) and secrets of their
+    own (``user:password@``, ``?sig=``): kept whole, they went into items.jsonl, the digest, the memory index (the
+    model's recall), the output and every backup. Through the real CLI over a real socket: each link is stored
+    without them and still followed (the other parameters as they were), a slug that looks like a token stays."""
+    path_token, sig = "Yt6Pk2Mw8Qz4Rn7Vb3Lc", "c2lnbmF0dXJlLW9mLWVwMg"
+    with StaticHTTPServer() as srv:
+        config = _private_feed(srv, tmp_path, path_token, sig)
+        ws = Workspace(tmp_path / "ws")
+        run = assistant("collectors", "run", "rss", "--config", str(config), "--workspace", str(ws.root))
+        assert srv.requests_to(f"/feed/{path_token}.rss")[0].status == 200  # fetched with its secrets
+        search = assistant("memory", "search", "Episode", "--workspace", str(ws.root), "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    items = ws.read_jsonl("collectors/rss/items.jsonl")
+    assert [i["link"] for i in items] == [
+        "https://cdn.example/ep1.mp3?t=30",
+        "https://members.example/ep2?expires=1767225600",
+        "https://members.example/feed/***/ep3.mp3",
+        "https://blog.example/posts/how-to-use-python-3-12?utm_source=rss&page=2",
+    ]
+    assert items[0]["id"] == "https://cdn.example/ep1.mp3" and "<https://cdn.example/ep1.mp3>" in items[0]["summary"]
+    assert search.returncode == 0 and "Episode two" in search.stdout, search.stdout + search.stderr
+    backup = assistant("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
+    assert backup.returncode == 0, backup.stderr
+    archive = gzip.decompress((tmp_path / "b.tar.gz").read_bytes()).decode("latin-1")
+    stored = "\n".join(p.as_posix() + "\n" + p.read_text("latin-1") for p in ws.root.rglob("*") if p.is_file())
+    said = run.stdout + run.stderr + search.stdout + search.stderr
+    for secret in (TOKEN, PASSWORD, path_token, sig):
+        assert secret not in stored and secret not in archive and secret not in said, secret
+
+
+def test_an_entry_an_older_version_saw_with_its_token_is_not_new(tmp_path):
+    """An older version kept a seen entry's id with the feed's token in the cursor: the id is read without it, so
+    the entry is not taken again, and the cursor keeps no token after the run."""
+    with StaticHTTPServer() as srv:
+        config = _private_feed(srv, tmp_path, "Yt6Pk2Mw8Qz4Rn7Vb3Lc", "c2lnbmF0dXJlLW9mLWVwMg")
+        feed = srv.url(f"/feed/Yt6Pk2Mw8Qz4Rn7Vb3Lc.rss?token={TOKEN}")
+        ws = Workspace(tmp_path / "ws")
+        seen = [f"https://cdn.example/ep1.mp3?token={TOKEN}", "ep-2"]
+        ws.write_json("state/collectors/rss.json", {"cursor": {"feeds": {feed: {"seen": seen}}}})
+        run = assistant("collectors", "run", "rss", "--config", str(config), "--workspace", str(ws.root))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert [i["id"] for i in ws.read_jsonl("collectors/rss/items.jsonl")] == ["ep-3", "post-4"]
+    assert TOKEN not in ws.read_text("state/collectors/rss.json")
+
+
 def test_a_cursor_keyed_by_the_whole_url_is_taken_over_and_dropped(tmp_path, server):
     news = server.url(f"/news.xml?token={TOKEN}")
     ws = Workspace(tmp_path / "ws")

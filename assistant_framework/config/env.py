@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 from assistant_framework.config.errors import ConfigError, JsonPath, LoadedConfig, _display, format_json_path
 
@@ -97,6 +97,35 @@ def url_without_secrets(url: str) -> str:
         for name, value in parse_qsl(parts.query, keep_blank_values=True)
     )
     return urlunsplit((parts.scheme, netloc, path, query, parts.fragment))
+
+
+def link_without_credentials(link: str) -> str:
+    """A link as it may be stored and shown, and still followed: its ``user:password@`` and the query (and
+    fragment) parameters named like secrets (``?token=``, ``key``, ``auth``, ``sig``...) left out, the rest as it
+    was, byte for byte. Unlike ``url_without_secrets`` a path segment is not judged by its looks: an article's
+    slug (``how-to-use-python-3-12``) looks like a token and is none."""
+    try:
+        parts = urlsplit(link)
+        netloc = parts.netloc.rpartition("@")[2]
+    except ValueError:  # not a URL after all: nothing to leave out
+        return link
+    query, fragment = _without_secret_params(parts.query), _without_secret_params(parts.fragment)
+    if (netloc, query, fragment) == (parts.netloc, parts.query, parts.fragment):
+        return link  # nothing to leave out: not rebuilt, so not re-encoded either
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _without_secret_params(text: str) -> str:
+    """``name=value&...`` without the pieces whose name looks secret and whose value is not empty; the other
+    pieces as written (their encoding kept)."""
+    pieces = text.split("&")
+    kept = [piece for piece in pieces if not _secret_piece(piece)]
+    return text if len(kept) == len(pieces) else "&".join(kept)
+
+
+def _secret_piece(piece: str) -> bool:
+    name, found, value = piece.partition("=")
+    return bool(found and value) and _secret_param(unquote_plus(name))
 
 
 def looks_like_token(text: str) -> bool:

@@ -90,6 +90,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a private podcast feed's /feed/<token>.rss is stored whole in items, status, the index and every backup",
         ("test_collectors_rss_secrets.py",),
     ),
+    Mutation(
+        "link-secret-param-kept",
+        f"{AF}/config/env.py",
+        "    return bool(found and value) and _secret_param(unquote_plus(name))",
+        "    return False",
+        "a feed entry's link keeps its ?sig= and the link's password is the only part left out",
+        ("test_collectors_rss_secrets.py",),
+    ),
     # -- redaction of echoed secrets (redaction.py) ----------------------------------------------------
     Mutation(
         "redaction-piece-before-the-window",

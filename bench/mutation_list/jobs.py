@@ -411,6 +411,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_collectors_rss_secrets.py",),
     ),
     Mutation(
+        "rss-entry-link-kept-whole",
+        "collectors/rss/__init__.py",
+        "        link = link_without_secrets(urljoin(base_url or feed_url, link), secrets)",
+        "        link = urljoin(base_url or feed_url, link)",
+        "a private feed's token copied into its entries' links is stored in items, the digest, the index and backups",
+        ("test_collectors_rss_secrets.py",),
+    ),
+    Mutation(
+        "rss-older-seen-ids-kept",
+        "collectors/rss/__init__.py",
+        '        state["seen"] = [link_without_secrets(one, secrets) for one in state["seen"]]',
+        "        pass",
+        "an entry an older version saw with the feed's token in its id comes again as new, the token in the cursor",
+        ("test_collectors_rss_secrets.py",),
+    ),
+    Mutation(
         "jobs-run-log-uncapped",
         f"{AF}/jobs/runs.py",
         "        self.workspace.append_jsonl(RUNS_FILE, record, RUNS_CAP)",

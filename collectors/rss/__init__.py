@@ -4,7 +4,10 @@ Fetching uses ``requests`` (timeouts, ETag/Last-Modified) and parsing uses
 ``feedparser``. Entries are deduplicated by id across runs through the
 collector cursor in ``state/collectors/rss.json``. A feed URL's secrets (a token in its query or path, a
 password) are fetched with but never written: state, status, items and errors name the feed by the URL without them
-(``assistant_framework.redaction.url_key``), so they stay out of the workspace, its backups and the logs.
+(``assistant_framework.redaction.url_key``), so they stay out of the workspace, its backups and the logs. An entry's
+link, id and the links in its summary are kept without their own secrets (a ``user:password@``, ``?token=``,
+``sig``...) and the feed URL's (a private feed copies its token into its entries' links):
+``link_without_secrets``; the ids seen before are read the same way, so an entry seen with its token is not new.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
 from assistant_framework.collectors.spec import CollectorConfig, CollectorRegistration, CollectorResult, SourceReport
 from assistant_framework.collectors.state import load_cursor, save_cursor
 from assistant_framework.json_types import JsonObject
-from assistant_framework.redaction import redact_text, url_key, url_secrets, url_without_secrets
+from assistant_framework.redaction import link_without_secrets, redact_text, url_key, url_secrets, url_without_secrets
 from assistant_framework.workspace import Workspace
 
 from .records import Feed, FeedCursor, FeedEntry, FeedNotes
@@ -172,6 +175,9 @@ def _fetch_one(
     """One feed's entries, its cursor (updated by the fetch) and the fetch's notes."""
     # Keyed by the URL without its secrets; a cursor written before that is keyed by the whole URL.
     state = FeedCursor(**(feeds_cursor.get(url_key(feed["url"])) or feeds_cursor.get(feed["url"]) or {}))
+    if state.get("seen"):  # an older version kept an entry's id with its secrets: seen the same without them
+        secrets = url_secrets(feed["url"])
+        state["seen"] = [link_without_secrets(one, secrets) for one in state["seen"]]
     items, info = fetch_feed(feed, state, config)
     return items, state, info
 
@@ -289,13 +295,15 @@ def encoding_notes(parsed: feedparser.FeedParserDict, headers: Mapping[str, str]
 def entry_record(
     entry: feedparser.FeedParserDict, feed_name: str, feed_url: str, summary_chars: int, base_url: str = ""
 ) -> FeedEntry:
-    """A plain dict for one feed entry, with a stable id; every text field is plain text, links absolute."""
+    """A plain dict for one feed entry, with a stable id; every text field is plain text, links absolute and
+    without secrets (their own and ``feed_url``'s: ``link_without_secrets``)."""
+    secrets = url_secrets(feed_url)
     title = clean_text(entry.get("title") or "", entry.get("title_detail")) or "(untitled)"
     summary_html = entry.get("summary") or ""
     link = entry.get("link") or ""
     if link:
-        link = urljoin(base_url or feed_url, link)
-    entry_id = entry.get("id") or link
+        link = link_without_secrets(urljoin(base_url or feed_url, link), secrets)
+    entry_id = link_without_secrets(entry.get("id") or "", secrets) or link
     if not entry_id:
         # No id and no link: title, date and the content together (two posts may share a title and date).
         content = " ".join(c.get("value", "") for c in entry.get("content") or [] if isinstance(c, dict))
@@ -309,7 +317,7 @@ def entry_record(
         "title": title,
         "link": link,
         "published": entry.get("published") or entry.get("updated") or "",
-        "summary": entry_text(summary_html, summary_chars),
+        "summary": entry_text(summary_html, summary_chars, secrets),
     }
     if author:
         record["author"] = author

@@ -8,12 +8,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from assistant_framework.html_text import html_to_text
+from assistant_framework.redaction import link_without_secrets
 
 if TYPE_CHECKING:
     from .records import FeedEntry
 
 # Tags, comments or character references: markup even where the feed calls the field plain text.
 _MARKUP = re.compile(r"<[A-Za-z!/?]|&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
+# A link in a summary's text (``html_to_text`` writes an anchor's target as ``<https://...>``).
+_LINK = re.compile(r"https?://[^\s<>\"']+")
 
 
 def clean_text(value: str, detail: object = None) -> str:
@@ -25,9 +28,10 @@ def clean_text(value: str, detail: object = None) -> str:
     return " ".join(text.split())
 
 
-def entry_text(summary: str, limit: int) -> str:
-    """A feed summary (often HTML) as one line of plain text, cut at ``limit`` characters."""
-    text = " ".join(html_to_text(summary).split())
+def entry_text(summary: str, limit: int, secrets: Sequence[str] = ()) -> str:
+    """A feed summary (often HTML) as one line of plain text, cut at ``limit`` characters; its links without
+    their secrets (``link_without_secrets``, ``secrets``: the feed URL's), before the cut can halve one."""
+    text = _LINK.sub(lambda link: link_without_secrets(link[0], secrets), " ".join(html_to_text(summary).split()))
     if limit and len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
     return text if limit else ""
