@@ -90,7 +90,7 @@ def link_without_secrets(link: str, secrets: Iterable[str] = ()) -> str:
     (``link_without_credentials``), and with each run of ``MIN_RUN``+ characters of ``secrets`` (the secrets of
     the URL it came from: a private feed copies its token into its entries' links) ``***``. A shorter secret is
     not looked for: it would shred the link's words."""
-    return link_without_credentials(redact_text(link, [one for one in secrets if len(one) >= MIN_RUN]))
+    return redact_text(link_without_credentials(link), [one for one in secrets if len(one) >= MIN_RUN])
 
 
 def url_key(url: str) -> str:

@@ -200,19 +200,43 @@ def test_an_entrys_link_keeps_no_secret_and_stays_usable(tmp_path):
         assert secret not in stored and secret not in archive and secret not in said, secret
 
 
-def test_an_entry_an_older_version_saw_with_its_token_is_not_new(tmp_path):
-    """An older version kept a seen entry's id with the feed's token in the cursor: the id is read without it, so
-    the entry is not taken again, and the cursor keeps no token after the run."""
+def test_what_an_older_version_kept_of_an_entrys_link_is_rewritten_without_its_secrets(tmp_path):
+    """An older version kept an entry's link and id whole: in its cursor's seen ids, items.jsonl (link, id, a link
+    in the summary) and the digest. The first run rewrites each link as it is kept now (the feed's own URL as
+    shown stays as it was), the entry seen with its token is not taken again, and no file holds a secret."""
+    path_token, sig = "Yt6Pk2Mw8Qz4Rn7Vb3Lc", "c2lnbmF0dXJlLW9mLWVwMg"
     with StaticHTTPServer() as srv:
-        config = _private_feed(srv, tmp_path, "Yt6Pk2Mw8Qz4Rn7Vb3Lc", "c2lnbmF0dXJlLW9mLWVwMg")
-        feed = srv.url(f"/feed/Yt6Pk2Mw8Qz4Rn7Vb3Lc.rss?token={TOKEN}")
+        config = _private_feed(srv, tmp_path, path_token, sig)
+        feed = srv.url(f"/feed/{path_token}.rss?token={TOKEN}")
         ws = Workspace(tmp_path / "ws")
-        seen = [f"https://cdn.example/ep1.mp3?token={TOKEN}", "ep-2"]
-        ws.write_json("state/collectors/rss.json", {"cursor": {"feeds": {feed: {"seen": seen}}}})
+        ep1 = f"https://cdn.example/ep1.mp3?token={TOKEN}"
+        ws.write_json("state/collectors/rss.json", {"cursor": {"feeds": {url_key(feed): {"seen": [ep1, "ep-2"]}}}})
+        shown = url_without_secrets(feed)
+        older = {"id": ep1, "feed": "Members podcast", "feed_url": shown, "title": "Episode one"}
+        ws.append_jsonl(
+            "collectors/rss/items.jsonl", {**older, "link": f"{ep1}&t=30", "summary": f"Listen here <{ep1}>."}
+        )
+        ep2 = f"https://listener:{PASSWORD}@members.example/ep2?sig={sig}&expires=1767225600"
+        ws.write_text(
+            "collectors/rss/digest/2025-01-06.md",
+            f"# Feeds digest 2025-01-06\n\n### Members podcast\n- [Episode one]({ep1}&t=30)\n- [Episode two]({ep2})\n",
+        )
         run = assistant("collectors", "run", "rss", "--config", str(config), "--workspace", str(ws.root))
     assert run.returncode == 0, run.stdout + run.stderr
-    assert [i["id"] for i in ws.read_jsonl("collectors/rss/items.jsonl")] == ["ep-3", "post-4"]
-    assert TOKEN not in ws.read_text("state/collectors/rss.json")
+    items = ws.read_jsonl("collectors/rss/items.jsonl")
+    assert items[0] == {
+        **older,
+        "id": "https://cdn.example/ep1.mp3",
+        "link": "https://cdn.example/ep1.mp3?t=30",
+        "summary": "Listen here <https://cdn.example/ep1.mp3>.",
+    }
+    assert [i["id"] for i in items[1:]] == ["ep-3", "post-4"]  # the ones seen before are not taken again
+    digest = ws.read_text("collectors/rss/digest/2025-01-06.md")
+    assert "- [Episode one](https://cdn.example/ep1.mp3?t=30)\n" in digest
+    assert "- [Episode two](https://members.example/ep2?expires=1767225600)\n" in digest
+    stored = "\n".join(p.as_posix() + "\n" + p.read_text("latin-1") for p in ws.root.rglob("*") if p.is_file())
+    for secret in (TOKEN, PASSWORD, path_token, sig):
+        assert secret not in stored and secret not in run.stdout + run.stderr, secret
 
 
 def test_a_cursor_keyed_by_the_whole_url_is_taken_over_and_dropped(tmp_path, server):

@@ -124,8 +124,8 @@ def _without_secret_params(text: str) -> str:
 
 
 def _secret_piece(piece: str) -> bool:
-    name, found, value = piece.partition("=")
-    return bool(found and value) and _secret_param(unquote_plus(name))
+    name, found, value = piece.partition("=")  # a value made ``***`` before (a feed's URL as shown) is none
+    return bool(found and value) and value != REDACTED and _secret_param(unquote_plus(name))
 
 
 def looks_like_token(text: str) -> bool:

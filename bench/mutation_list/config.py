@@ -93,7 +93,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "link-secret-param-kept",
         f"{AF}/config/env.py",
-        "    return bool(found and value) and _secret_param(unquote_plus(name))",
+        "    return bool(found and value) and value != REDACTED and _secret_param(unquote_plus(name))",
         "    return False",
         "a feed entry's link keeps its ?sig= and the link's password is the only part left out",
         ("test_collectors_rss_secrets.py",),

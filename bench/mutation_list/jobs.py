@@ -419,6 +419,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_collectors_rss_secrets.py",),
     ),
     Mutation(
+        "rss-older-entry-links-kept",
+        "collectors/rss/__init__.py",
+        "    _scrub_older_links(workspace, cursor, feeds)",
+        "    pass",
+        "the entry links an older version stored whole keep a private feed's token in items, digests and backups",
+        ("test_collectors_rss_secrets.py",),
+    ),
+    Mutation(
         "rss-older-seen-ids-kept",
         "collectors/rss/__init__.py",
         '        state["seen"] = [link_without_secrets(one, secrets) for one in state["seen"]]',

@@ -7,7 +7,8 @@ password) are fetched with but never written: state, status, items and errors na
 (``assistant_framework.redaction.url_key``), so they stay out of the workspace, its backups and the logs. An entry's
 link, id and the links in its summary are kept without their own secrets (a ``user:password@``, ``?token=``,
 ``sig``...) and the feed URL's (a private feed copies its token into its entries' links):
-``link_without_secrets``; the ids seen before are read the same way, so an entry seen with its token is not new.
+``link_without_secrets``; the ids seen before are read the same way, so an entry seen with its token is not new, and
+what an older version stored of the links is rewritten once (``_scrub_older_links``).
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from assistant_framework.redaction import link_without_secrets, redact_text, url
 from assistant_framework.workspace import Workspace
 
 from .records import Feed, FeedCursor, FeedEntry, FeedNotes
-from .render import clean_text, digest_lines, entry_text
+from .render import clean_text, digest_lines, entry_text, links_without_secrets
 
 NAME = "rss"
 BASE = f"collectors/{NAME}"
 SEEN_LIMIT = 2000
+#: The cursor's mark that what an older version stored of its entries' links was rewritten without their secrets.
+LINKS_CLEAN = "entry_links_clean"
 USER_AGENT = "assistant-framework-rss/0.1 (+self-hosted)"
 
 CONFIG_SCHEMA = {
@@ -107,6 +110,7 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
     feeds = feed_list(config)
     order = {url_without_secrets(feed["url"]): index for index, feed in enumerate(feeds)}
     _scrub_older_urls(workspace, feeds, [*feeds_cursor, *status])  # before today's digest is read: it may be one
+    _scrub_older_links(workspace, cursor, feeds)
     day = now.date().isoformat()
     digest_rel = f"{BASE}/digest/{day}.md"  # for reading; the memory index keeps items.jsonl (one hit per item)
     digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
@@ -167,6 +171,21 @@ def _scrub_older_runs(workspace: Workspace, url: str, shown: str) -> None:
             text = workspace.read_text(rel, default="")
             if url in text:
                 workspace.write_text(rel, text.replace(url, shown))
+
+
+def _scrub_older_links(workspace: Workspace, cursor: JsonObject, feeds: list[Feed]) -> None:
+    """The entries an older version stored with their links whole (items, digests): each link in them rewritten as
+    ``entry_record`` keeps it now. Once: till the cursor is saved with ``LINKS_CLEAN``; under the appends' lock."""
+    if cursor.get(LINKS_CLEAN):
+        return
+    secrets = [one for feed in feeds for one in url_secrets(feed["url"])]
+    for rel in [f"{BASE}/items.jsonl", *workspace.list(f"{BASE}/digest/*.md")]:
+        with workspace.lock(rel):
+            text = workspace.read_text(rel, default="")
+            clean = links_without_secrets(text, secrets)
+            if clean != text:
+                workspace.write_text(rel, clean)
+    cursor[LINKS_CLEAN] = True
 
 
 def _fetch_one(

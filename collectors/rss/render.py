@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 # Tags, comments or character references: markup even where the feed calls the field plain text.
 _MARKUP = re.compile(r"<[A-Za-z!/?]|&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
-# A link in a summary's text (``html_to_text`` writes an anchor's target as ``<https://...>``).
-_LINK = re.compile(r"https?://[^\s<>\"']+")
+# A link in a text: a summary's (``html_to_text`` writes an anchor's target as ``<https://...>``), a digest's
+# (``[title](https://...)``), a JSON string's.
+_LINK = re.compile(r"https?://[^\s<>\"'()]+")
 
 
 def clean_text(value: str, detail: object = None) -> str:
@@ -31,10 +32,15 @@ def clean_text(value: str, detail: object = None) -> str:
 def entry_text(summary: str, limit: int, secrets: Sequence[str] = ()) -> str:
     """A feed summary (often HTML) as one line of plain text, cut at ``limit`` characters; its links without
     their secrets (``link_without_secrets``, ``secrets``: the feed URL's), before the cut can halve one."""
-    text = _LINK.sub(lambda link: link_without_secrets(link[0], secrets), " ".join(html_to_text(summary).split()))
+    text = links_without_secrets(" ".join(html_to_text(summary).split()), secrets)
     if limit and len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
     return text if limit else ""
+
+
+def links_without_secrets(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each link in it as ``link_without_secrets`` keeps it (``secrets``: the feed URL's)."""
+    return _LINK.sub(lambda link: link_without_secrets(link[0], secrets), text)
 
 
 def digest_lines(items: Sequence[FeedEntry], now: datetime) -> list[str]:
