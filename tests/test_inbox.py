@@ -138,6 +138,21 @@ def test_a_reused_source_id_with_another_fingerprint_is_a_new_message(tmp_path):
     assert Inbox(ws).accept("3", "tg:1", {"text": "new"}, fingerprint="1/42/1800000000") is None  # now that one is seen
 
 
+def test_an_id_noted_with_its_fingerprint_is_taken_once_and_a_reused_one_is_new(tmp_path):
+    """A command or a button press is noted by its platform id with what it is (Telegram: the message's
+    chat/id/date, the press's own id): the same one again is a delivery again, also across a restart, while a
+    message under the id reused (another Bot API server) is still taken. Noted without it, that message was
+    dropped as seen (fails so, checked)."""
+    ws = Workspace(tmp_path / "ws")
+    inbox = Inbox(ws)
+    assert inbox.note("5", "1/40/1700000000") is True
+    assert inbox.note("5", "1/40/1700000000") is False
+    again = Inbox(ws)  # from seen.log
+    assert again.note("5", "1/40/1700000000") is False and again.seen("5", "1/40/1700000000")
+    reused = again.accept("5", "tg:1", {"text": "new"}, fingerprint="1/41/1800000000")
+    assert reused is not None and reused.payload == {"text": "new"}
+
+
 def test_ledger_writes_leave_the_message_file_alone_and_an_emptied_ledger_only_costs_a_new_answer(tmp_path):
     """The reply and parts go to a side ledger written without fsync (it is on the reply path); the
     user's message file, fsynced at accept, is never rewritten, so a power loss cannot tear it."""

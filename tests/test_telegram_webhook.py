@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import json
+import logging
 import socket
 import threading
 import time
@@ -219,3 +221,69 @@ def test_a_flood_of_forged_posts_costs_the_log_a_few_lines(fake, start_bot, chat
     fake.wait_for(lambda: "Still here." in texts(fake), timeout=10)
     refused = [r for r in caplog.records if "403" in r.getMessage() or "without the right secret" in r.getMessage()]
     assert 2 <= len(refused) <= 60, len(refused)
+
+
+SECRET = "s3cret-token-0123456789"
+
+
+def webhook_bot(start_bot) -> int:
+    """A bot in webhook mode on a free port (secret ``SECRET``): its port."""
+    port = free_port()
+    start_bot(
+        mode="webhook",
+        webhook={
+            "listen": "127.0.0.1",
+            "port": port,
+            "url": f"http://127.0.0.1:{port}/telegram",
+            "secret_token": SECRET,
+        },
+    )
+    return port
+
+
+def turn(fake, chat_server, port: int, text: str, reply: str) -> list[dict]:
+    """The owner's message ``text`` posted to the webhook and answered ``reply``: the model's messages for it."""
+    chat_server.enqueue(json.dumps({"reply": reply}))
+    assert post(port, fake.send_message(text), secret=SECRET).status_code == 200
+    fake.wait_for(lambda: reply in texts(fake), timeout=10)
+    return chat_server.chat_requests[-1]["messages"]
+
+
+def test_a_command_posted_again_runs_once(fake, start_bot, chat_server):
+    """Telegram posts an update again when our 200 did not reach it: a message was taken once (the inbox's ids),
+    but a command ran again: a /new posted again after the next turn began a third conversation, so the model
+    no longer saw that turn (fails so without the note of commands taken, checked)."""
+    port = webhook_bot(start_bot)
+    turn(fake, chat_server, port, "The city is Rome.", "Fine.")
+    new = fake.send_message("/new")
+    assert post(port, new, secret=SECRET).status_code == 200
+    fake.wait_for(lambda: any(t.startswith("Started a new conversation") for t in texts(fake)), timeout=10)
+    turn(fake, chat_server, port, "Now it is Oslo.", "Right, Oslo.")
+    assert post(port, new, secret=SECRET).status_code == 200  # our 200 was lost: Telegram posts it again
+    seen = turn(fake, chat_server, port, "Which city?", "Oslo.")
+    assert "Now it is Oslo." in json.dumps(seen)  # still the conversation /new began
+    assert sum(t.startswith("Started a new conversation") for t in texts(fake)) == 1, texts(fake)
+
+
+def test_a_button_press_posted_again_is_acted_on_once(fake, start_bot, chat_server, caplog):
+    """/reset's "Clear history" pressed once, its update posted again after the next turn: it cleared that turn
+    too (fails so without the note of presses taken, checked)."""
+    caplog.set_level(logging.INFO)
+    port = webhook_bot(start_bot)
+    turn(fake, chat_server, port, "The city is Rome.", "Fine.")
+    assert post(port, fake.send_message("/reset"), secret=SECRET).status_code == 200
+    question = fake.wait_for(lambda: next((m for m in fake.messages(OWNER) if m.get("reply_markup")), None))
+    press = fake.callback_query(OWNER, "reset:yes", question["message_id"])
+
+    def edits() -> int:  # the question's message edited to say what the press did (after doing it)
+        return sum(c["params"].get("message_id") == question["message_id"] for c in fake.calls("editMessageText"))
+
+    assert post(port, press, secret=SECRET).status_code == 200
+    fake.wait_for(edits, timeout=10)
+    turn(fake, chat_server, port, "Now it is Oslo.", "Right, Oslo.")
+    assert post(port, press, secret=SECRET).status_code == 200  # our 200 was lost: Telegram posts it again
+    # A press is handled at once, beside the chat's order: done with it (again, or passed over) before the turn.
+    fake.wait_for(lambda: edits() > 1 or f"{press['update_id']} came again" in caplog.text)
+    seen = turn(fake, chat_server, port, "Which city?", "Oslo.")
+    assert "Now it is Oslo." in json.dumps(seen)  # not cleared again
+    assert len(fake.calls("answerCallbackQuery")) == 1

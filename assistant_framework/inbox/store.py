@@ -144,13 +144,16 @@ class Inbox:
         finally:
             self._accepting.release()
 
-    def note(self, source_id: str) -> None:
-        """Remember a message handled at once without an item (a command answered, a question's answer), so the
-        same delivery again is known to ``seen``."""
-        source_id = str(source_id)
+    def note(self, source_id: str, fingerprint: str = "") -> bool:
+        """Remember a message handled at once without an item (a command answered, a question's answer, a button
+        pressed), so the same delivery again is known to ``seen``: False when it was (``accept``'s test, so with
+        a ``fingerprint`` another message under a reused id is new), True when it is noted now."""
+        source_id, fingerprint = str(source_id), "".join(str(fingerprint).split())
         with self._accepting, self._lock:
-            if not self._seen.known(source_id):
-                self._seen.record(source_id, "")
+            if not self._seen.is_new(source_id, fingerprint, batch=list(self._unsynced.values())):
+                return False
+            self._seen.record(source_id, fingerprint)
+            return True
 
     @property
     def unsynced(self) -> bool:

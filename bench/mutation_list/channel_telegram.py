@@ -14,6 +14,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_user_traps.py",),
     ),
     Mutation(
+        "telegram-press-posted-again-acted-again",
+        f"{BOT}/channels/telegram/bot.py",
+        "if query is not None and await intake.shared.handled_now(str(update.update_id), query.id):",
+        "if query is not None:",
+        'a button press posted to the webhook again is acted on again: "Clear history" clears the turns since',
+        ("test_telegram_webhook.py",),
+    ),
+    Mutation(
         "telegram-topic-gone-no-general",
         f"{BOT}/channels/telegram/send.py",
         "            if topic is None or not topic_gone(err):",

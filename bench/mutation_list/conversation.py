@@ -302,6 +302,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         BUSY,
     ),
     Mutation(
+        "telegram-command-posted-again-runs-again",
+        f"{BOT}/conversation/intake.py",
+        "        if source is not None and not await self.handled_now(*source):",
+        "        if False:",
+        "a Telegram command posted to the webhook again (our 200 lost) runs again: a second /new, a second /stop",
+        ("test_telegram_webhook.py",),
+    ),
+    Mutation(
         "intake-never-joins",
         f"{BOT}/conversation/intake.py",
         "        if arrival.joinable and turns.busy.join(",

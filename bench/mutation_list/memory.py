@@ -31,6 +31,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         INBOX,
     ),
     Mutation(
+        "inbox-note-without-fingerprint",
+        f"{AF}/inbox/store.py",
+        "self._seen.record(source_id, fingerprint)",
+        'self._seen.record(source_id, "")',
+        "a command noted by its Telegram update id drops a message under that id reused by another Bot API server",
+        INBOX,
+    ),
+    Mutation(
         "inbox-item-indented",
         f"{AF}/inbox/store.py",
         'text = json.dumps(item.to_json(), ensure_ascii=False) + "\\n"',

@@ -101,16 +101,25 @@ class ChannelIntake:
         nor is an old "yes" taken for the answer to the question open now."""
         if not await asyncio.to_thread(self.inbox.seen, source_id):
             return False
-        log.info("%s: %s came again; answered once", self.turns.channel, source_id)
+        self._came_again(source_id)
         return True
 
-    async def handled_now(self, source_id: str) -> None:
-        """Note a message handled without the inbox (a command, the answer to a question) as taken, for
-        ``came_before``. A disk that cannot note it costs the once-check, not the command."""
+    async def handled_now(self, source_id: str, fingerprint: str = "") -> bool:
+        """Note a message handled without the inbox (a command, the answer to a question, a button pressed) as
+        taken, for ``came_before``: False when it was taken before (a delivery again: handled no second time;
+        with ``fingerprint``, what it is, so another one under a reused id is new: Telegram). A disk that cannot
+        note it costs the once-check, not the command."""
         try:
-            await asyncio.to_thread(self.inbox.note, source_id)
+            if await asyncio.to_thread(self.inbox.note, source_id, fingerprint):
+                return True
         except OSError as err:
             log.warning("%s: could not note %s as taken (%s); handled anyway", self.turns.channel, source_id, err)
+            return True
+        self._came_again(source_id)
+        return False
+
+    def _came_again(self, source_id: str) -> None:
+        log.info("%s: %s came again; answered once", self.turns.channel, source_id)
 
     async def over_limit(self, chat: Hashable, say: Say) -> None:
         """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered, not stored; the chat is told
@@ -147,7 +156,7 @@ class ChannelIntake:
         queue's order, after what runs there (an event stream that is not read further meanwhile)."""
         channel = self.turns.channel
         if stored is None and self.inbox.seen(arrival.source_id, arrival.fingerprint):
-            log.info("%s: %s came again; answered once", channel, arrival.source_id)
+            self._came_again(arrival.source_id)
             return True
         if not arrival.owner and self.queues.full(arrival.chat):
             await self.over_limit(arrival.chat, say)  # not answered: the chat's backlog is long enough
@@ -170,7 +179,7 @@ class ChannelIntake:
         if item is False:
             return False
         if item is None:
-            log.info("%s: %s came again; answered once", channel, arrival.source_id)
+            self._came_again(arrival.source_id)
             return True
         self.taken(item)
         turns = self.turns
@@ -256,13 +265,18 @@ class ChannelIntake:
         owner_data: bool,
         decline: Callable[[], object],
         ask_reset: Callable[[], Awaitable[None]] | None = None,
+        source: tuple[str, str] | None = None,
     ) -> None:
         """A ``/command`` typed as a message. ``/stop`` at once (it is about the turn the chat's queue waits for):
         the conversation's running turn ends and ``decline`` answers no to its open question; any other in the
         chat's order (conversation/commands.py's ``command_reply``; ``owner_data``: the owner's own one-to-one
         chat, for the owner-only ones), refused beyond the chat's bound. ``owner``: the owner sent it (first
         for a free slot, never refused). ``ask_reset``: a channel with buttons asks /reset's question itself
-        (Telegram), in its place in the chat's order; without it the question asks for ``/reset yes``."""
+        (Telegram), in its place in the chat's order; without it the question asks for ``/reset yes``.
+        ``source``: the platform's id of it and its fingerprint (``handled_now``), when it may come again: a
+        delivery again runs nothing (Telegram's webhook posts an update again when our 200 did not reach it)."""
+        if source is not None and not await self.handled_now(*source):
+            return
         runtime, chat, word = self.turns.runtime, self.queue_of(conversation_id), texts.command_word(text)
         if word == "stop":
             await say(texts.stop_turn(runtime, conversation_id, decline))

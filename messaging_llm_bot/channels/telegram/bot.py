@@ -218,8 +218,8 @@ class TelegramService(ChannelService):
         if not self.access.allowed(update.effective_user):
             await self.access.refuse(update, bot)  # a stranger's update takes no place in a chat's queue
             return
-        query = update.callback_query
-        if query is not None:
+        query = update.callback_query  # a press taken once (``handled_now``; else no message: nothing below)
+        if query is not None and await intake.shared.handled_now(str(update.update_id), query.id):
             if query.data in ("reset:yes", "reset:no"):
                 await intake.on_reset_choice(update)
             elif re.match(APPROVAL_PATTERN, query.data or ""):

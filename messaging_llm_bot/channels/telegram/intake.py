@@ -148,6 +148,7 @@ class TelegramIntake:
             owner_data=self.access.owner_data(update),
             decline=functools.partial(self.turns.approvals.questions.decline_all, message.chat_id),
             ask_reset=functools.partial(self.ask_reset, message),
+            source=(str(update.update_id), message_fingerprint(message)),  # a webhook's update posted again: once
         )
         async with self.order:
             await answer

@@ -115,9 +115,7 @@ def mentions_bot(message: telegram.Message, bot_username: str) -> bool:
 
 def addressed_to_bot(message: telegram.Message, bot_username: str, bot_id: int | None, group_mode: str) -> bool:
     """Private chats always; groups when mode is "all", or the bot is mentioned or replied to."""
-    if message.chat.type == "private" or group_mode == "all":
-        return True
-    if mentions_bot(message, bot_username):
+    if message.chat.type == "private" or group_mode == "all" or mentions_bot(message, bot_username):
         return True
     replied = message.reply_to_message
     return bool(replied and replied.from_user and bot_id is not None and replied.from_user.id == bot_id)
