@@ -410,14 +410,17 @@ class Agent(SessionCalls):
             # Not kept in the history: a small model copies a "Stopped." answer it sees there.
             turn.error = turn.stop.why or "stopped by the owner"
             return stopped_reply(turn), False, None
-        if not ok:
-            return reply, ok, None
+        return self._answered(turn, reply, meta, images) if ok else (reply, ok, None)
+
+    @staticmethod
+    def _answered(turn: TurnRecord, reply: str, meta: JsonObject, images: JsonObject) -> tuple[str, bool, KeptTurn]:
+        """An answered turn: the reply made honest, and what the turn keeps of the exchange (agent/keeping.py)."""
         reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
         # Messages that entered the turn meanwhile (busy mode steer) are the user's side of it too.
         steered = [one.text for one in turn.steer.taken()] if turn.steer is not None else []
         # A reply written with outside content in view may restate it: logged (and extracted) as outside.
-        reply_meta = {"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {}), **images}
-        return reply, ok, KeptTurn.of(turn, reply, steered, meta, reply_meta)
+        reply_meta: JsonObject = {"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {}), **images}
+        return reply, True, KeptTurn.of(turn, reply, steered, meta, reply_meta)
 
     def _new_turn(self, message: AgentMessage, place: str) -> TurnRecord:
         """The record of one message's turn: the outside content it starts with, a guest's skills, its limits."""
