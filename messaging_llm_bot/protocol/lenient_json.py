@@ -18,9 +18,12 @@ import tokenize
 from dataclasses import dataclass
 
 CODE_FENCE_LANGS = frozenset({"", "json", "json5", "jsonc", "tool_call", "tool_code"})
-_THINK_RE = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
-_THINK_OPEN_RE = re.compile(r"\A\s*<(think|thinking|reasoning)>", re.I)
+_THINK_OPEN_RE = re.compile(r"\s*<(think|thinking|reasoning)>", re.I)  # matched at a position: no \A
+_THINK_CLOSE_RES = {tag: re.compile(f"</{tag}>", re.I) for tag in ("think", "thinking", "reasoning")}
+_LATE_CLOSE_RE = re.compile("</think>", re.I)
+_LATE_OPEN_RE = re.compile("<think>", re.I)
 _TAG_RE = re.compile(r"<(tool_call|function_call)>", re.I)
+_TAG_CLOSE_RES = {tag: re.compile(f"</{tag}>", re.I) for tag in ("tool_call", "function_call")}
 _INTERESTING_RE = re.compile(r"[{\[<`]")
 _BRACKET_TOKEN_RE = re.compile(r"[\"'{}\[\]]")
 _DQ_REST_RE = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # unrolled: linear and fast
@@ -277,29 +280,71 @@ def _widen_single(found: list[JsonCandidate], c0: int, c1: int, w0: int, w1: int
 
 def strip_think(text: str) -> tuple[str, bool]:
     """Drop leading reasoning blocks (<think>...</think>); an unclosed one swallows the rest."""
-    stripped = False
-    while True:
-        m = _THINK_RE.match(text)
-        if not m:
-            break
-        text, stripped = text[m.end() :], True
-    if _THINK_OPEN_RE.match(text):
+    start = ThinkCut().feed(text)
+    if start is None:
         return "", True
-    lower = text.lower()
-    if "</think>" in lower and "<think>" not in lower:  # opening tag was in the template
-        text, stripped = text[lower.index("</think>") + len("</think>") :], True
-    return text, stripped
+    return text[start:], start > 0
+
+
+class ThinkCut:
+    """Where the answer starts in a model output that only grows (a stream), after its leading reasoning blocks
+    (``<think>``, ``<thinking>``, ``<reasoning>``, each to its first closing tag) and after a ``</think>`` whose
+    opening tag was in the template (the text after the blocks holds a ``</think>`` and no ``<think>``).
+
+    Each ``feed`` searches only the text added since the one before (and a closing tag's length before it):
+    what it found stays found, so a long stream costs its length, not its length squared. ``scanned`` counts
+    the characters searched. Fed one text once it is ``strip_think``."""
+
+    def __init__(self) -> None:
+        self.scanned = 0
+        self._after_blocks = 0  # where the text after the closed leading blocks starts
+        self._open: tuple[re.Pattern[str], int] | None = None  # an open block's closing tag, searched from
+        self._late_from = 0  # the text after the blocks is searched for </think> and <think> from here
+        self._late_close: int | None = None  # where the first </think> after the blocks ends
+        self._late_open = False  # a <think> after the blocks
+
+    def feed(self, text: str) -> int | None:
+        """Where the answer starts in ``text`` (which starts with the text fed before); None inside an unclosed
+        leading block (nothing of it is the answer yet)."""
+        while True:
+            if self._open is None:
+                opened = _THINK_OPEN_RE.match(text, self._after_blocks)
+                if opened is None:
+                    break
+                self._open = (_THINK_CLOSE_RES[opened.group(1).lower()], opened.end())
+            close_re, searched = self._open
+            self.scanned += len(text) - searched
+            closed = close_re.search(text, searched)
+            if closed is None:
+                # a closing tag cut by the end of the text is found whole next time
+                self._open = (close_re, max(searched, len(text) - len(close_re.pattern) + 1))
+                return None
+            self._open, self._after_blocks = None, closed.end()
+            self._late_from, self._late_close, self._late_open = closed.end(), None, False
+        return self._late_start(text)
+
+    def _late_start(self, text: str) -> int:
+        """The answer's start after the blocks: past a ``</think>`` whose opening tag the template held."""
+        searched = max(self._after_blocks, self._late_from - len("</think>") + 1)
+        self.scanned += len(text) - searched
+        if self._late_close is None and (closed := _LATE_CLOSE_RE.search(text, searched)) is not None:
+            self._late_close = closed.end()
+        self._late_open = self._late_open or _LATE_OPEN_RE.search(text, searched) is not None
+        self._late_from = len(text)
+        if self._late_close is not None and not self._late_open:
+            return self._late_close
+        return self._after_blocks
 
 
 def open_region(text: str, start: int = 0) -> int | None:
     """Index where an unresolved structure (bracket, fence, tag, partial marker) starts, else None."""
-    i, n, budget, low = start, len(text), _Budget(), text.lower()
+    i, n, budget = start, len(text), _Budget()
     while i < n:
         m = _INTERESTING_RE.search(text, i)
         if not m:
             return None
         i = m.start()
-        head = low[i : i + 16]
+        head = text[i : i + 16].lower()  # not the whole text lowered: a stream calls this once per delta
         if n - i <= 16 and any(mk.startswith(head) for mk in _PARTIAL_MARKERS):
             return i  # the text ends in what may become a fence or tag
         if head.startswith("```"):
@@ -310,10 +355,10 @@ def open_region(text: str, start: int = 0) -> int | None:
             continue
         tag = _TAG_RE.match(text, i)
         if tag:
-            close = low.find(f"</{tag.group(1).lower()}>", tag.end())
-            if close == -1:
+            close = _TAG_CLOSE_RES[tag.group(1).lower()].search(text, tag.end())
+            if close is None:
                 return i
-            i = close + len(tag.group(1)) + 3
+            i = close.end()
             continue
         if text[i] in "{[":
             status, end = _match_end(text, i, budget)
