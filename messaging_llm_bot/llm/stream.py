@@ -61,7 +61,9 @@ class StreamAssembler:
     """Accumulates `chat.completion.chunk` objects into one final completion object."""
 
     def __init__(self) -> None:
-        self.content: list[str] = []
+        # The content so far as one text, grown by each delta: the reader hands it to ``on_delta`` at every delta,
+        # and joining a list of the deltas each time cost a pass over every delta so far (their number squared).
+        self.content = ""
         self.reasoning: list[str] = []
         self.reasoning_key = "reasoning_content"  # the field the server streams it in (Ollama, vLLM: reasoning)
         self.usage: JsonObject | None = None
@@ -120,7 +122,7 @@ class StreamAssembler:
         """Take one delta of the first choice: its content (returned), reasoning and tool-call fragments."""
         delta_text = content_text(delta.get("content"))
         if delta_text:
-            self.content.append(delta_text)
+            self.content += delta_text
         for key in ("reasoning_content", "reasoning"):
             piece = delta.get(key)
             if isinstance(piece, str) and piece:
@@ -165,7 +167,7 @@ class StreamAssembler:
 
     def text(self) -> str:
         """All content received so far."""
-        return "".join(self.content)
+        return self.content
 
     def result(self) -> JsonObject:
         """The assembled response in the non-streamed `chat.completion` shape."""
