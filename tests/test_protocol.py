@@ -532,6 +532,11 @@ def test_stream_guard_reply_char_by_char(text, final):
         '{"reply": "a \\x is no escape, then more words", "skill": "weather"}',
         '{"reply": "first part"} and then {"skill": "weather", "args": {"city": "Paris"}}',
         '{"answer": "emoji \ud83d\ude00 raw, \\ud83d\\ude00 escaped, a lone \\ud83d and on"}',
+        '<think>plan: {"skill": "weather"}</think>\n<THINKING>more</thinking> Hello {"reply": "x"} and <b>bold</b>',
+        "the template opened it</think>\n\nHello Ann, see <think> and ```json\n{\"a\": 1}\n``` done",
+        'Sure, in a moment. <tool_call>{"name": "weather", "arguments": {}}</tool_call>',
+        "Let me look that up for you. [TOOL_CALLS]weather[ARGS]{}",
+        "Let me look that up for you. <|python_tag|>weather",
     ],
 )
 @pytest.mark.parametrize("step", [1, 3, 7])
@@ -541,6 +546,29 @@ def test_stream_guard_fed_piece_by_piece_shows_what_it_shows_fed_at_once(text, s
     guard = StreamGuard(SKILLS)
     for end in [*range(step, len(text), step), len(text)]:
         assert guard.feed(text[:end]) == StreamGuard(SKILLS).feed(text[:end]), text[:end]
+
+
+_LONG = ("It is sunny in Paris today, take `sunglasses` (about 18°C) <b>or</b> a hat [x].\n" * 400)[:30_000]
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        (_LONG, _LONG.strip()),
+        ('{"reply": "' + _LONG.replace("\n", "\\n") + '"}', _LONG),
+        ("<think>" + _LONG[:10_000] + "</think>" + _LONG[10_000:], _LONG[10_000:].strip()),
+    ],
+    ids=["prose", "reply-object", "reasoning-then-prose"],
+)
+def test_stream_guard_work_grows_with_the_answer_not_its_square(text, shown):
+    """Fed at every delta the whole text so far, the guard searches only what each delta added (and a marker's
+    length before it): fed one character at a time, the characters it searched stay within a constant per
+    character. Searching the whole text at every delta (what it did) passes that bound within 100 characters."""
+    guard = StreamGuard(SKILLS)
+    for end in range(1, len(text) + 1):
+        out = guard.feed(text[:end])
+        assert guard.scanned <= 50 * end, (end, guard.scanned)
+    assert out == shown
 
 
 def test_stream_guard_fed_another_text_checks_it_whole():

@@ -120,4 +120,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a Qwen3-Coder call (its <function= tags inside <tool_call>) streams into the chat as it is written",
         ("test_user_traps.py",),
     ),
+    Mutation(
+        "stream-guard-whole-text-each-delta",
+        f"{BOT}/protocol/stream.py",
+        "new = raw[max(self._head_at or 0, self._markers_from - _MARKER_OVERLAP) :].lower()",
+        "new = raw[self._head_at or 0 :].lower()",
+        "each streamed delta searches the whole answer so far again: a long answer's CPU grows with its square",
+        ("test_protocol.py",),
+    ),
+    Mutation(
+        "stream-marker-split-over-deltas-shown",
+        f"{BOT}/protocol/stream.py",
+        "_MARKER_OVERLAP = max(len(marker) for marker in _TEMPLATE_MARKERS) - 1",
+        "_MARKER_OVERLAP = 0",
+        "a template's call marker split over two deltas after prose is not seen: the call streams into the chat",
+        ("test_protocol.py",),
+    ),
 )
