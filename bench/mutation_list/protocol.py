@@ -115,7 +115,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "stream-shows-template-calls",
         f"{BOT}/protocol/stream.py",
-        "        if any(mk in head for mk in _TEMPLATE_MARKERS):",
+        "        if self._marker_in_new_text(raw):",
         "        if False:",
         "a Qwen3-Coder call (its <function= tags inside <tool_call>) streams into the chat as it is written",
         ("test_user_traps.py",),
