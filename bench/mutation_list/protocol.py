@@ -129,6 +129,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_protocol.py",),
     ),
     Mutation(
+        "stream-think-end-searched-whole",
+        f"{BOT}/protocol/lenient_json.py",
+        'searched = max(self._after_blocks, self._late_from - len("</think>") + 1)',
+        "searched = self._after_blocks",
+        "each streamed delta searches the whole answer again for a late </think>: CPU grows with its square",
+        ("test_protocol.py",),
+    ),
+    Mutation(
         "stream-marker-split-over-deltas-shown",
         f"{BOT}/protocol/stream.py",
         "_MARKER_OVERLAP = max(len(marker) for marker in _TEMPLATE_MARKERS) - 1",
