@@ -9,7 +9,8 @@ reads, SSE lines and chunk JSON, the delta events, the turn's own work before an
 Two shapes: plain prose (shown as is) and a ``{"reply": "..."}`` object (shown as its decoded string).
 
     python bench/stream_cpu.py                       # 30,000 characters in 5-character deltas
-    python bench/stream_cpu.py --chars 300000        # longer (before the linear guard: about a minute)
+    python bench/stream_cpu.py --chars 300000        # longer (before the linear guard: over 30 s, timed out)
+    python bench/stream_cpu.py --quick               # 3,000 characters (a smoke test)
 """
 
 from __future__ import annotations
@@ -95,7 +96,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chars", type=int, default=30_000, help="the answer's length (default 30000)")
     parser.add_argument("--delta", type=int, default=5, help="characters per streamed delta (default 5)")
+    parser.add_argument("--quick", action="store_true", help="3,000 characters (a smoke test)")
     args = parser.parse_args()
+    if args.quick:
+        args.chars = 3_000
     print(machine_line())
     print(FAKE_SERVER_NOTE)
     server = fake_server()

@@ -108,6 +108,16 @@ def test_prefix_stability():
     assert "warning" not in out, out
 
 
+def test_stream_cpu():
+    out = check_ok(bench("stream_cpu"))
+    header, rows = table_rows(out, "answer")
+    assert header[4:6] == ["turn CPU ms", "guard ms"]
+    assert [(r[0], r[1], r[2], r[-1]) for r in rows] == [
+        ("prose", "3,000", "600", "2,999"),
+        ("reply object", "2,999", "599", "2,928"),
+    ]
+
+
 def test_memory_search():
     out = check_ok(bench("memory_search"))
     header, rows = table_rows(out, "turns")

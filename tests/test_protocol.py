@@ -533,7 +533,7 @@ def test_stream_guard_reply_char_by_char(text, final):
         '{"reply": "first part"} and then {"skill": "weather", "args": {"city": "Paris"}}',
         '{"answer": "emoji \ud83d\ude00 raw, \\ud83d\\ude00 escaped, a lone \\ud83d and on"}',
         '<think>plan: {"skill": "weather"}</think>\n<THINKING>more</thinking> Hello {"reply": "x"} and <b>bold</b>',
-        "the template opened it</think>\n\nHello Ann, see <think> and ```json\n{\"a\": 1}\n``` done",
+        'the template opened it</think>\n\nHello Ann, see <think> and ```json\n{"a": 1}\n``` done',
         'Sure, in a moment. <tool_call>{"name": "weather", "arguments": {}}</tool_call>',
         "Let me look that up for you. [TOOL_CALLS]weather[ARGS]{}",
         "Let me look that up for you. <|python_tag|>weather",
