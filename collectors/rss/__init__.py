@@ -109,8 +109,7 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
     report: dict[str, SourceReport] = {}
     feeds = feed_list(config)
     order = {url_without_secrets(feed["url"]): index for index, feed in enumerate(feeds)}
-    _scrub_older_urls(workspace, feeds, [*feeds_cursor, *status])  # before today's digest is read: it may be one
-    _scrub_older_links(workspace, cursor, feeds)
+    _scrub_older(workspace, cursor, feeds, [*feeds_cursor, *status])  # before today's digest is read: it may be one
     day = now.date().isoformat()
     digest_rel = f"{BASE}/digest/{day}.md"  # for reading; the memory index keeps items.jsonl (one hit per item)
     digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
@@ -153,6 +152,13 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
         }
         workspace.write_json(f"{BASE}/feeds.json", status)
     return _run_result(new_items, errors, report, len(feeds))
+
+
+def _scrub_older(workspace: Workspace, cursor: JsonObject, feeds: list[Feed], older_keys: list[str]) -> None:
+    """What an older version wrote with secrets: feed URLs whole (``_scrub_older_urls``), entries' links whole
+    (``_scrub_older_links``)."""
+    _scrub_older_urls(workspace, feeds, older_keys)
+    _scrub_older_links(workspace, cursor, feeds)
 
 
 def _scrub_older_urls(workspace: Workspace, feeds: list[Feed], older_keys: list[str]) -> None:
