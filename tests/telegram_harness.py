@@ -129,7 +129,8 @@ DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/importan
 
 
 def approval_question(fake: FakeBotAPI) -> tuple[dict, list[str]]:
-    """The bot's confirmation message and the callback data of its two buttons."""
+    """The bot's confirmation message (a long question's last part: the one with the buttons) and the callback data
+    of its buttons."""
 
     def find():
         for call in fake.calls("sendMessage"):
@@ -142,7 +143,7 @@ def approval_question(fake: FakeBotAPI) -> tuple[dict, list[str]]:
     markup = call["params"]["reply_markup"]
     markup = json.loads(markup) if isinstance(markup, str) else markup
     buttons = [b["callback_data"] for row in markup["inline_keyboard"] for b in row]
-    message = next(m for m in fake.messages(OWNER) if m.get("text", "").startswith("Confirm this action?"))
+    message = next(m for m in fake.messages(OWNER) if "approve:" in json.dumps(m.get("reply_markup")))
     return message, buttons
 
 
@@ -168,7 +169,7 @@ def press(fake: FakeBotAPI, question: dict, choice: str) -> None:
 
     def answered() -> bool:
         now = next((m for m in fake.messages(chat) if m["message_id"] == question["message_id"]), None)
-        return now is None or not now.get("text", "").startswith("Confirm this action?")
+        return now is None or now.get("text") != question.get("text")  # (a long question's last part: not "Confirm…")
 
     fake.wait_for(answered, timeout=20)
 

@@ -184,8 +184,8 @@ def test_what_the_owner_is_asked_about_cannot_change_the_call_that_runs(bot_conf
 
 
 def test_the_question_shows_a_files_whole_path(bot_config, workspace, chat_server, make_agent):
-    """A path padded past the question's 240-character cut (``notes/a/../a/../…``) hid which file a delete removes:
-    the file skill bounds ``path`` at 1,000 characters, so the owner is shown all of it."""
+    """A path padded past the question's old 240-character cut (``notes/a/../a/../…``) hid which file a delete
+    removes: every argument is shown whole, so the owner is shown all of it."""
     workspace.write_text("notes/keep.md", NOTE)
     agent = make_agent(bot_config, workspace)
     shown: list[str] = []

@@ -4,6 +4,7 @@ start in one sentence that says how to turn it on (the gateway's close 4014)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -71,6 +72,34 @@ def test_only_the_owners_press_answers_a_question(
     # under load the reply can come first, so the edit is waited for, not assumed.
     wait_until(lambda: question()["components"] == [], what="the question's buttons removed")
     assert question()["content"].endswith("No: not done.")
+
+
+def test_a_question_too_long_for_one_message_comes_whole_in_parts_the_buttons_under_the_last(
+    start_discord: Any, discord_api: Any, chat_server: Any, workspace: Any
+) -> None:
+    """Every argument is shown whole (a long text was cut at 240 characters): a question over Discord's 2,000
+    characters comes in parts, only the last with the buttons, and the owner's press there answers it."""
+    workspace.write_text("notes/important.md", "# Important\n")
+    content = " ".join(f"word{i:04d}" for i in range(450))
+    delete = json.dumps(
+        {"skill": "file", "args": {"action": "delete", "path": "notes/important.md", "content": content}}
+    )
+    chat_server.enqueue(delete, '{"reply": "Handled."}')
+    start_discord()
+    discord_api.dm(OWNER, "delete notes/important.md")
+    dm = discord_api.dms[OWNER]
+    wait_until(lambda: any(m["components"] for m in discord_api.posted(dm)), what="the question")
+    posted = discord_api.posted(dm)
+    first = next(i for i, m in enumerate(posted) if m["content"].startswith("Confirm this action?"))
+    parts = posted[first:]  # (a progress line may come before the question)
+    assert len(parts) >= 3
+    assert [bool(m["components"]) for m in parts] == [False] * (len(parts) - 1) + [True]
+    shown = " ".join(m["content"] for m in parts).split()
+    assert [w.strip('",}') for w in shown if w.strip('",}').startswith("word")] == content.split()
+    message, buttons = question_of(discord_api)
+    discord_api.click(message, buttons["No"], OWNER)
+    wait_until(lambda: any("Handled." in m["content"] for m in discord_api.posted(dm)))
+    assert workspace.exists("notes/important.md")
 
 
 @pytest.mark.server  # the fake Discord's aiohttp server, asked over HTTP directly

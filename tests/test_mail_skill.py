@@ -294,13 +294,39 @@ def test_a_draft_is_saved_and_not_sent(tmp_path, smtp):
     assert "later" in workspace.read_text(draft)
 
 
+def test_a_long_mail_is_shown_whole_over_several_messages_before_the_owner_confirms(
+    fake, start_bot, chat_server, workspace, smtp
+):
+    """Before: a mail's body was cut at 240 characters in the question, so the owner confirmed a mail they saw
+    only the start of (what its end said, or whom it named, unseen). Now the question shows every argument whole:
+    a body too long for one Telegram message comes over several, the buttons under the last, and the mail that
+    goes out is the one shown."""
+    body = " ".join(f"Line {i:03d} of the letter." for i in range(220)) + " P.S. Bring the spare key to Bob."
+    assert 4096 < len(body) < 6000
+    start_bot(config_patch=lambda c: c.update(mail=mail_config(smtp)), progress=False)
+    send = {"action": "send", "to": "anna@example.org", "subject": "The letter", "body": body}
+    chat_server.enqueue(json.dumps({"skill": "mail", "args": send}), json.dumps({"reply": "Sent."}))
+    fake.send_message("send Anna the letter")
+    message, buttons = approval_question(fake)
+    asked = texts(fake)  # the question's parts, in order, the last with the buttons
+    assert len(asked) >= 3 and asked[0].startswith("Confirm this action?") and asked[-1] == message["text"], asked
+    assert all(len(part) <= 1900 for part in asked)
+    # Split between words: every word of the body is there, in order ("P.S. Bring the spare key to Bob." too).
+    assert "".join(json.dumps(body).split()) in "".join("".join(asked).split())
+    assert smtp.messages == []
+    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes")), message["message_id"])
+    fake.wait_for(lambda: any("Sent." in t for t in texts(fake)), timeout=30)
+    [sent] = smtp.messages
+    assert sent.get_content().strip() == body
+
+
 def test_the_question_shows_every_recipient_and_a_call_too_long_to_show_whole_is_not_asked(
     fake, start_bot, chat_server, workspace, smtp
 ):
     """Before: each argument was cut at 240 characters, so a `to` padded with a long display name showed the owner
-    "Anna ... [... 40 more characters]" and a Confirm sent the mail to the address hidden in the cut too. Now a
-    field the skill bounds (`to`: 2,000 characters) is shown whole, and a call whose arguments do not fit the
-    question (Discord's 2,000-character message) is refused unasked: the owner confirms only what they saw."""
+    "Anna ... [... 40 more characters]" and a Confirm sent the mail to the address hidden in the cut too. Now every
+    argument is shown whole, and a call whose arguments are over what a question shows (8,000 characters) is
+    refused unasked: the owner confirms only what they saw."""
     padded = f'"Anna Berg, my sister{" (who lives in Lisbon)" * 10}" <anna@example.org>, x@evil.example'
     assert len(padded) > 240
     start_bot(config_patch=lambda c: c.update(mail=mail_config(smtp)))
@@ -314,7 +340,7 @@ def test_the_question_shows_every_recipient_and_a_call_too_long_to_show_whole_is
     assert smtp.recipients == [["anna@example.org", "x@evil.example"]]
 
     # Too long to show whole: no question, nothing sent, and the model is told why.
-    longer = dict(send, to=f'"{"Anna " * 300}" <anna@example.org>, x@evil.example')
+    longer = dict(send, body="I'll come! " * 800)
     chat_server.enqueue(json.dumps({"skill": "mail", "args": longer}), json.dumps({"reply": "Not sent."}))
     fake.send_message("tell Anna again")
     fake.wait_for(lambda: any("Not sent." in t for t in texts(fake)), timeout=30)

@@ -318,7 +318,7 @@ def test_a_shared_file_is_read_and_the_bot_token_goes_to_no_other_host(running: 
 DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
 
 
-def _asked_to_delete(running: Running) -> tuple[str, int, dict]:
+def _asked_to_delete(running: Running, call: str = DELETE) -> tuple[str, int, dict]:
     """The owner asks to delete notes/important.md; the DM, how many bot messages came before, and the bot's
     question with buttons once it is there."""
     slack, model, workspace = running.slack, running.model, running.workspace
@@ -327,7 +327,7 @@ def _asked_to_delete(running: Running) -> tuple[str, int, dict]:
     (workspace / "notes/important.md").write_text("# Important\n")
     dm = slack.dms[OWNER]
     before = len(slack.posted(dm))
-    model.enqueue(DELETE, '{"reply": "Handled."}')
+    model.enqueue(call, '{"reply": "Handled."}')
     assert slack.deliver(slack.dm(OWNER, "delete notes/important.md")).status_code == 200
     wait_until(lambda: any(m.get("blocks") for m in slack.posted(dm)[before:]), timeout=30, what="the question")
     return dm, before, next(m for m in slack.posted(dm)[before:] if m.get("blocks"))
@@ -370,6 +370,24 @@ def test_an_approval_is_buttons_only_the_owner_can_press(running: Running) -> No
 
 def test_an_approval_answered_by_a_reply_still_works(running: Running) -> None:
     dm, before, question = _asked_to_delete(running)
+    assert running.slack.deliver(running.slack.dm(OWNER, "yes")).status_code == 200
+    assert "Confirmed: doing it." in _answered(running, dm, before, question)
+    assert not (running.workspace / "notes/important.md").exists()
+
+
+def test_a_long_question_comes_whole_in_parts_the_buttons_under_the_last(running: Running) -> None:
+    """Every argument is shown whole (a long text was cut at 240 characters): a long question comes in parts of at
+    most 1,900 characters, only the last with the buttons, and the owner's yes confirms it."""
+    content = " ".join(f"word{i:04d}" for i in range(450))
+    call = json.dumps({"skill": "file", "args": {"action": "delete", "path": "notes/important.md", "content": content}})
+    dm, before, question = _asked_to_delete(running, call)
+    posted = running.slack.posted(dm)[before:]
+    first = next(i for i, m in enumerate(posted) if m["text"].startswith("Confirm this action?"))
+    parts = posted[first:]  # (a progress line may come before the question)
+    assert len(parts) >= 3 and parts[-1] == question
+    assert [bool(m.get("blocks")) for m in parts] == [False] * (len(parts) - 1) + [True]
+    shown = " ".join(m["text"] for m in parts).split()
+    assert [w.strip('",}') for w in shown if w.strip('",}').startswith("word")] == content.split()
     assert running.slack.deliver(running.slack.dm(OWNER, "yes")).status_code == 200
     assert "Confirmed: doing it." in _answered(running, dm, before, question)
     assert not (running.workspace / "notes/important.md").exists()

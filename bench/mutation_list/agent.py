@@ -529,11 +529,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_guest_memory.py",),
     ),
     Mutation(
-        "question-cuts-bounded-args",
+        "question-cuts-long-args",
         f"{BOT}/agent/guard.py",
-        "if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS and not _shown_whole(schema, key):",
-        "if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS:",
-        "a bounded argument (a file's path, a mail's `to`) is cut in the question: the owner confirms what was hidden",
+        "        shown[key] = copy.deepcopy(value)",
+        "        shown[key] = value[:240] if isinstance(value, str) else copy.deepcopy(value)",
+        "a long argument (a mail's body, a padded `to` or path) is cut in the question: confirmed unseen",
         ("test_mail_skill.py", "test_call_path.py"),
     ),
     Mutation(

@@ -96,4 +96,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a live message a kill left unrecorded stays beside the restart's reply when the restarted turn shows none",
         DISCORD_BOT,
     ),
+    Mutation(
+        "discord-question-parts-all-with-buttons",
+        f"{BOT}/channels/discord/channel.py",
+        "            say=self._say_in,",
+        "            say=None,",
+        "each part of a long question comes with the buttons: the owner may answer before the rest of it is shown",
+        ("test_discord_channel.py",),
+    ),
 )

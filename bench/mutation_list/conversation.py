@@ -123,6 +123,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_telegram_latency.py",),
     ),
     # -- approvals, once for every channel (conversation/approvals.py, telegram/approval.py) --------------
+    # -- approvals, once for every channel (conversation/approvals.py, telegram/approval.py) --------------
+    Mutation(
+        "question-in-one-message",
+        f"{BOT}/conversation/approvals.py",
+        "    return [text] if part_chars is None else plain_parts(text, part_chars)",
+        "    return [text]",
+        "a question too long for one message is sent as one: Telegram refuses it and the mail is declined unasked",
+        ("test_mail_skill.py", "test_discord_channel.py", "test_slack_bot.py"),
+    ),
     Mutation(
         "approval-no-counts-as-yes",
         f"{BOT}/conversation/approvals.py",

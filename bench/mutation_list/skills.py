@@ -568,14 +568,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_jobs_skill.py",),
     ),
     Mutation(
-        "file-path-cut-in-question",
-        "skills/file/__init__.py",
-        '        "path": {"type": "string", "maxLength": 1000},',
-        '        "path": {"type": "string"},',
-        "a path padded past 240 characters is cut in the question: the owner confirms a delete of a file not shown",
-        ("test_call_path.py",),
-    ),
-    Mutation(
         "mail-question-without-recipient",
         "skills/mail/__init__.py",
         '        return ", ".join(_message(workspace, args, context)[1])',

@@ -82,7 +82,7 @@ class ApprovalRequest(TypedDict):
     the web chat, may send it on as JSON)."""
 
     skill: str
-    args: object  # the call's arguments as shown (``shown_args``: a copy, long texts cut)
+    args: object  # the call's arguments as shown (``shown_args``: a copy, every value whole)
     capabilities: list[str]
     reason: str  # why the policy asks
     chat: ChatId
@@ -158,37 +158,24 @@ def untrusted_write(skill: Skill, args: SkillArgs, caps: list[str], workspace: W
     return None
 
 
-#: Characters of one long text shown in the owner's question (a note's content, a mail's body).
-SHOWN_ARG_CHARS = 240
-#: A string argument the skill's schema bounds at this many characters or fewer (a mail's ``to``) says where the
-#: call goes: it is shown whole, never cut (a padded display name hid the address after it).
-WHOLE_ARG_CHARS = 2000
-#: The most a question shows of the arguments: with the rest of the question within Discord's 2,000 characters.
-#: A call whose shown arguments are longer is refused unasked, so the owner never confirms what they did not see.
-QUESTION_ARGS_CHARS = 1400
+#: The most a question shows of the arguments, each shown whole (a question too long for one message goes in
+#: parts: conversation/approvals.py). A call whose arguments are longer is refused unasked, so the owner never
+#: confirms what they did not see: a mail of 7,000 characters is asked about, a note of 40,000 is not.
+QUESTION_ARGS_CHARS = 8000
 
 
 def too_long_to_ask(reason: str, size: int) -> str:
     """What the model reads of a call whose arguments the question cannot show whole (not asked, not done)."""
     return (
         f"This call needs the owner's confirmation ({reason}), but its arguments are too long to show the owner "
-        f"whole ({size} characters, at most {QUESTION_ARGS_CHARS}); it was not done. Shorten them (fewer or "
-        "shorter recipients, a shorter subject or path) or tell the user."
+        f"whole ({size} characters, at most {QUESTION_ARGS_CHARS}); it was not done. Shorten them (a shorter "
+        "text, fewer recipients) or tell the user."
     )
 
 
-def _shown_whole(schema: object, key: str) -> bool:
-    """The skill's schema bounds the string argument ``key`` at ``WHOLE_ARG_CHARS`` or fewer characters."""
-    fields = schema.get("properties") if isinstance(schema, dict) else None
-    field = fields.get(key) if isinstance(fields, dict) else None
-    bound = field.get("maxLength") if isinstance(field, dict) else None
-    return isinstance(bound, int) and bound <= WHOLE_ARG_CHARS
-
-
-def shown_args(args: object, schema: object = None) -> object:
-    """The arguments as the owner is asked about them: a copy (nothing the question path does can change
-    the call that runs), the short fields first (the action and the path before a long content), each long
-    text cut with a note of how much is left out, but a string ``schema`` bounds as short shown whole."""
+def shown_args(args: object) -> object:
+    """The arguments as the owner is asked about them: a copy (nothing the question path does can change the
+    call that runs), every value whole, the short fields first (the action and the path before a long content)."""
     if not isinstance(args, dict):
         return copy.deepcopy(args)
 
@@ -197,8 +184,6 @@ def shown_args(args: object, schema: object = None) -> object:
 
     shown: JsonObject = {}
     for key, value in sorted(args.items(), key=lambda item: (item[0] != "action", size(item))):
-        if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS and not _shown_whole(schema, key):
-            value = value[:SHOWN_ARG_CHARS] + f"[... {len(value) - SHOWN_ARG_CHARS} more characters]"
         shown[key] = copy.deepcopy(value)
     return shown
 
@@ -402,7 +387,7 @@ class CallGate:
     ) -> GateResult:
         """A call the policy asks about: the owner's answer (once, or for this conversation when ``offer``);
         no way to ask, an error asking or a no refuses it, audited."""
-        shown = shown_args(args, skill.args_schema)
+        shown = shown_args(args)
         who = goes_to() if goes_to is not None and approve is not None else None
         size = len(json.dumps(shown, ensure_ascii=False, default=str)) + len(who or "")
         if approve is not None and size > QUESTION_ARGS_CHARS:

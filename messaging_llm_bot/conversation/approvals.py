@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, OWNER_NO, QUESTION_ARGS_CHARS, ApprovalRequest
 from messaging_llm_bot.conversation.delivery import DeliveryError
+from messaging_llm_bot.conversation.markup import plain_parts
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,9 @@ ALLOWANCE = (
 )
 #: A question shows this much of the call's arguments (the gate asks about none longer; agent/guard.py).
 MAX_ARGS_CHARS = QUESTION_ARGS_CHARS
+#: One message of a question, at most: Discord's 2,000 characters (the smallest channel's) with room. A longer
+#: question goes in parts (``question_parts``), the last with why it asks and how to answer (the buttons).
+QUESTION_PART_CHARS = 1900
 YES = frozenset({"yes", "y", "ok", "confirm", "ja", "oui"})
 NO = frozenset({"no", "n", "cancel", "decline", "nein", "non"})
 #: "Allow for this conversation" (only where the question offers it; elsewhere it confirms this call).
@@ -84,6 +88,15 @@ def question_text(request: ApprovalRequest, how_to_answer: str = "") -> str:
         f"Why I ask: {request.get('reason', 'the policy asks for confirmation')}."
     )
     return f"{text}\n\n{how_to_answer}" if how_to_answer else text
+
+
+def question_parts(
+    request: ApprovalRequest, how_to_answer: str = "", part_chars: int | None = QUESTION_PART_CHARS
+) -> list[str]:
+    """``question_text`` in messages of at most ``part_chars`` (None: one, whatever its length), split between
+    words: every argument whole, over as many messages as it takes; the last says why it asks and how to answer."""
+    text = question_text(request, how_to_answer)
+    return [text] if part_chars is None else plain_parts(text, part_chars)
 
 
 def answer_of(text: str, offered: bool) -> Answer | None:
@@ -400,9 +413,15 @@ class ReplyApprovals:
         questions: OpenQuestions | None = None,
         how_to_answer: str = HOW_TO_ANSWER,
         how_to_answer_or_allow: str = HOW_TO_ANSWER_OR_ALLOW,
+        part_chars: int | None = QUESTION_PART_CHARS,
+        say: SendText | None = None,
     ) -> None:
+        """``part_chars``: a question's messages at most (None: one, a mail or the terminal); ``say`` sends the parts
+        before the last where ``send`` would make each a question (Discord's buttons)."""
         self.channel = channel
         self._send = send
+        self._say = say
+        self.part_chars = part_chars
         self._how = how_to_answer, how_to_answer_or_allow  # email says "reply to this mail ... on the first line"
         # A channel that asks other yes/no questions in the same chats (Matrix, WhatsApp) shares its own.
         self.questions = questions or OpenQuestions(timeout_seconds)
@@ -419,8 +438,11 @@ class ReplyApprovals:
         send = send or self._send
         future = self.questions.open(chat, chat, offers_conversation(request))
         how = self._how[1] if offers_conversation(request) else self._how[0]
+        *earlier, last = question_parts(request, how, self.part_chars)
         try:
-            await send(chat, question_text(request, how))
+            for part in earlier:
+                await (self._say or send)(chat, part)
+            await send(chat, last)
             answer = await self.questions.wait(future)
             if answer is None:
                 await send(chat, NO_ANSWER)

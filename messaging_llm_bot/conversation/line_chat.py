@@ -88,6 +88,7 @@ class LineChatService(OwnerChatService):
             questions=self.questions,
             how_to_answer=self.HOW_TO_ANSWER,
             how_to_answer_or_allow=self.HOW_TO_ANSWER_OR_ALLOW,
+            part_chars=None,  # one block, however long
         )
 
     def make_turns(self) -> LineChatTurns:

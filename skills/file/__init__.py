@@ -37,7 +37,7 @@ ARGS_SCHEMA = {
     "type": "object",
     "properties": {
         "action": {"enum": ["read", "write", "append", "list", "delete"]},
-        # Bounded: a path is shown whole when the owner is asked (agent/guard.py, WHOLE_ARG_CHARS).
+        # Bounded: a path fits the question the owner is asked (agent/guard.py, QUESTION_ARGS_CHARS).
         "path": {"type": "string", "maxLength": 1000},
         "paths": {"type": "array", "items": {"type": "string", "maxLength": 1000}},
         "content": {"type": "string"},

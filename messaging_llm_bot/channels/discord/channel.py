@@ -62,7 +62,11 @@ class DiscordChannel:
         self.owner = owner  # the owner's user id, read when a button is pressed
         # The question goes out with buttons (buttons.py); a reply yes or no answers it too.
         self.approvals = ReplyApprovals(
-            "discord", self._ask_in, how_to_answer=HOW_TO_ANSWER, how_to_answer_or_allow=HOW_TO_ANSWER_OR_ALLOW
+            "discord",
+            self._ask_in,
+            how_to_answer=HOW_TO_ANSWER,
+            how_to_answer_or_allow=HOW_TO_ANSWER_OR_ALLOW,
+            say=self._say_in,
         )
 
     @property
@@ -147,5 +151,12 @@ class DiscordChannel:
         view = question_view(questions, chat, self.owner)
         try:
             await call("ask", messageable(self.client, channel_of(chat)).send(content=text[:MAX_TEXT_CHARS], view=view))
+        except DiscordUnavailable as err:
+            raise DeliveryError(str(err)) from err
+
+    async def _say_in(self, chat: str, text: str) -> None:
+        """A part of a long question before its last (which has the buttons), as it is: it quotes the arguments."""
+        try:
+            await call("ask", messageable(self.client, channel_of(chat)).send(content=text[:MAX_TEXT_CHARS]))
         except DiscordUnavailable as err:
             raise DeliveryError(str(err)) from err

@@ -39,6 +39,7 @@ class EmailApprovals:
             timeout_seconds,
             how_to_answer=HOW_TO_ANSWER,
             how_to_answer_or_allow=HOW_TO_ANSWER_OR_ALLOW,
+            part_chars=None,  # one mail, however long
         )
         self.questions = self.replies.questions
 

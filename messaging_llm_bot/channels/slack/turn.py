@@ -22,11 +22,11 @@ from messaging_llm_bot.channels.slack.api import SlackUnavailable
 from messaging_llm_bot.channels.slack.buttons import Asked
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.files import save_files
-from messaging_llm_bot.channels.slack.format import CAPABILITIES
+from messaging_llm_bot.channels.slack.format import CAPABILITIES, escape
 from messaging_llm_bot.channels.slack.live import SlackLive, ts_of_number
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_payload
 from messaging_llm_bot.channels.slack.settings import place_of
-from messaging_llm_bot.conversation.approvals import Answer, question_text
+from messaging_llm_bot.conversation.approvals import Answer, question_parts
 from messaging_llm_bot.conversation.chat_turns import ChatTurns, Shows, TurnMessage
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received
@@ -99,8 +99,11 @@ class SlackTurns(ChatTurns):
 
         async def post(offers: bool) -> Asked:
             how = HOW_TO_ANSWER_OR_ALLOW if offers else HOW_TO_ANSWER
+            *earlier, last = question_parts(request)
             try:
-                return await self.slack.ask_with_buttons(to, key, question_text(request), how, offers)
+                for part in earlier:  # a long question: its arguments whole, the buttons under the last part
+                    await self.slack.client.post(to.chat_id, escape(part), to.thread_id)
+                return await self.slack.ask_with_buttons(to, key, last, how, offers)
             except SlackUnavailable as err:
                 raise DeliveryError(str(err)) from err
 

@@ -16,7 +16,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.error import TelegramError
 
 from messaging_llm_bot.agent.guard import ApprovalRequest
-from messaging_llm_bot.conversation.approvals import ALLOWANCE, Answer, OpenQuestions, question_text
+from messaging_llm_bot.conversation.approvals import ALLOWANCE, Answer, OpenQuestions, question_parts
 from messaging_llm_bot.conversation.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -44,22 +44,17 @@ class TelegramApprovals:
         token = secrets.token_hex(6)
 
         async def post(offers: bool) -> telegram.Message:
-            rows = [
-                [
-                    InlineKeyboardButton("✅ Confirm", callback_data=f"approve:{token}:yes"),
-                    InlineKeyboardButton("✖ Decline", callback_data=f"approve:{token}:no"),
-                ]
-            ]
-            if offers:
-                rows.append(
-                    [InlineKeyboardButton("🔓 Allow for this conversation", callback_data=f"approve:{token}:chat")]
-                )
+            labels = {"yes": "✅ Confirm", "no": "✖ Decline", "chat": "🔓 Allow for this conversation"}
+            button = {
+                k: InlineKeyboardButton(label, callback_data=f"approve:{token}:{k}") for k, label in labels.items()
+            }
+            rows = [[button["yes"], button["no"]], *([[button["chat"]]] if offers else [])]
+            *earlier, last = question_parts(request, CONVERSATION_NOTE if offers else "")
             try:
+                for part in earlier:  # a long question: its arguments whole, the buttons under the last part
+                    await bot.send_message(chat_id, part, message_thread_id=topic)
                 return await bot.send_message(
-                    chat_id,
-                    question_text(request, CONVERSATION_NOTE if offers else ""),
-                    reply_markup=InlineKeyboardMarkup(rows),
-                    message_thread_id=topic,
+                    chat_id, last, reply_markup=InlineKeyboardMarkup(rows), message_thread_id=topic
                 )
             except TelegramError as err:
                 raise DeliveryError(str(err)) from err
