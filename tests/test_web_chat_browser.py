@@ -374,6 +374,17 @@ def test_3c_a_file_name_with_a_direction_character_is_shown_without_it(
     assert severe(browser) == []
 
 
+def test_3e_a_direction_character_in_a_message_and_its_answer_is_shown_as_its_mark(bot, browser) -> None:
+    """A right-to-left override in the owner's message and in the answer that quotes it (as an answer quoting a mail
+    would): both show its mark, neither reads "invoice_exe.pdf" (assistant_framework/direction.py)."""
+    after(test_1_a_message_gets_its_answer_streamed_in, bot, browser)
+    send(browser, f"pay {SPOOFED} today")
+    mark = "pay invoice_‹U+202E›fdp.exe today"
+    until(browser, lambda d: mark in texts(d, "#messages li.owner"), "the owner's message with the mark")
+    until(browser, lambda d: f"re: {mark}" in texts(d, "#messages li.assistant"), "the answer with the mark")
+    assert not [t for t in texts(browser, "#messages li") if "\u202e" in t]
+
+
 def test_3d_markup_in_a_reply_and_a_caption_is_shown_as_text(bot, browser) -> None:
     after(test_1_a_message_gets_its_answer_streamed_in, bot, browser)
     (bot.workspace / "notes").mkdir(exist_ok=True)

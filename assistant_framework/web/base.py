@@ -7,7 +7,7 @@ import functools
 import json
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -20,11 +20,12 @@ from tornado.escape import xhtml_escape
 
 from assistant_framework.hints import CLI
 
+from .. import direction
 from ..json_types import JsonObject
 from ..redaction import redact_text
 from ..stores.provenance import is_untrusted
 from ..traces import TraceStore, redact_json_text, redact_secrets
-from . import csrf
+from . import csrf, window
 from .auth import COOKIE_NAME, SignInThrottle, bearer_of, new_session_id, session_of, token_matches
 from .clients import ClientAddresses
 from .offload import LaneFull, Offload
@@ -52,6 +53,13 @@ SECURITY_HEADERS = {
 PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EINVAL)
 #: The longest path the access log writes (the rest is cut: a long address must not fill the log).
 LOGGED_PATH_CHARS = 200
+
+
+def page_escape(value: str | bytes) -> str:
+    """Every ``{{ }}`` of the templates (server.py's ``autoescape``): HTML-escaped, each direction control shown as
+    its mark (direction.py), so a note or a mail cannot reorder the page around it. A form's value that is sent
+    back as stored (an id, the editor's text) is written with ``exact``, the plain escape."""
+    return direction.marked(xhtml_escape(value))
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:
@@ -283,6 +291,9 @@ class BaseHandler(tornado.web.RequestHandler):
         # Every run of 8+ of its characters goes too, as in the JSON answers.
         return redact_text(text, self.state.page_secrets)
 
+    def get_template_namespace(self) -> dict[str, Any]:
+        return {**super().get_template_namespace(), "page_escape": page_escape, "exact": xhtml_escape}
+
     def page(self, template: str, **values: object) -> None:
         values.setdefault("title", "")
         values.setdefault("untrusted", is_untrusted)  # labels a record taken from outside content
@@ -328,6 +339,10 @@ class BaseHandler(tornado.web.RequestHandler):
         if not text.isdigit():
             raise tornado.web.HTTPError(400, f"{name} must be a whole number")
         return max(low, min(high, int(text)))
+
+    def entries(self, rows: Sequence[T], param: str = "from") -> window.Window[T]:
+        """The page of a list of entries (files, facts, chats, jobs, reminders) that ``param=`` asks for."""
+        return window.window(rows, self.int_argument(param, 0, 0, 10**9), window.ENTRIES)
 
     def local(self, iso: object, seconds: bool = False) -> str:
         """An ISO time in the configured time zone, ``YYYY-MM-DD HH:MM``; ``-`` when absent."""

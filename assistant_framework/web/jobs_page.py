@@ -10,8 +10,9 @@ from urllib.parse import urlencode
 
 import tornado.web
 
-from ..jobs import JobStore, RunLog, as_row
+from ..jobs import JobStore, RunLine, RunLog, as_row
 from ..stores import NotFoundError
+from . import window
 from .base import BaseHandler
 from .shapes import JobsBody, JobWithRuns
 
@@ -23,17 +24,20 @@ RUNS_SHOWN = 5
 ACTIONS = ("pause", "resume", "run", "remove")
 
 
-def job_rows(parts: Parts) -> JobsBody:
-    """Every readable job with its next run and newest runs, and the rows that cannot be read."""
+def job_rows(parts: Parts, start: int = 0, size: int | None = None) -> tuple[JobsBody, window.Window[JobWithRuns]]:
+    """Every readable job (``size`` of them from ``start`` on, for a page: window.py) with its next run and newest
+    runs, and the rows that cannot be read; and the same rows as the page's window of the list."""
     store = JobStore(parts.workspace, parts.settings.runtime.timezone, parts.settings.jobs)
     jobs, problems = store.jobs()
+    shown = window.window(jobs, start, size) if size else window.Window(0, jobs, len(jobs))
     now = datetime.now(UTC)
-    runs = RunLog(parts.workspace).records()
-    rows: list[JobWithRuns] = []
-    for job in jobs:
-        mine = [record for record in runs if record.get("job") == job.id][-RUNS_SHOWN:]
-        rows.append({**as_row(job, now), "runs": list(reversed(mine))})
-    return {"jobs": rows, "problems": problems}
+    runs: dict[str, list[RunLine]] = {}
+    for record in RunLog(parts.workspace).records():
+        runs.setdefault(str(record.get("job")), []).append(record)
+    rows: list[JobWithRuns] = [
+        {**as_row(job, now), "runs": list(reversed(runs.get(job.id, [])[-RUNS_SHOWN:]))} for job in shown.rows
+    ]
+    return {"jobs": rows, "problems": problems}, window.Window(shown.first, rows, shown.total, shown.size)
 
 
 def change(parts: Parts, job_id: str, action: str) -> str:
@@ -53,11 +57,12 @@ def change(parts: Parts, job_id: str, action: str) -> str:
 
 class JobsHandler(BaseHandler):
     async def get(self) -> None:
-        data = await self.off_loop("files", job_rows, self.parts)
         if self.api:
-            self.send_json(data)
+            self.send_json((await self.off_loop("files", job_rows, self.parts))[0])
             return
-        self.page("jobs.html", title="Jobs", data=data, done=self.get_query_argument("done", ""))
+        asked = self.int_argument("from", 0, 0, 10**9)
+        data, jobs = await self.off_loop("files", job_rows, self.parts, asked, window.ENTRIES)
+        self.page("jobs.html", title="Jobs", data=data, jobs=jobs, done=self.get_query_argument("done", ""))
 
 
 class JobActionHandler(BaseHandler):

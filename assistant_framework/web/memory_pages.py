@@ -155,8 +155,8 @@ class CategoryHandler(BaseHandler):
             title=category.capitalize(),
             category=category,
             about=memfiles.EDITABLE[category][1],
-            files=files,
-            facts=facts,
+            files=self.entries(files),
+            facts=None if facts is None else self.entries(facts, "facts_from"),
             problems=problems,
             turn_link=turn_link,
         )

@@ -52,7 +52,7 @@ class ConversationsHandler(BaseHandler):
         if self.api:
             self.send_json({"conversations": chats})
             return
-        self.page("conversations.html", title="Conversations", chats=chats)
+        self.page("conversations.html", title="Conversations", chats=self.entries(chats))
 
 
 class ConversationDayHandler(BaseHandler):
@@ -189,7 +189,7 @@ class RemindersHandler(BaseHandler):
         if self.api:
             self.send_json(data)
             return
-        self.page("reminders.html", title="Reminders", data=data)
+        self.page("reminders.html", title="Reminders", data=data, pending=self.entries(data["pending"]))
 
 
 class SkillsHandler(BaseHandler):

@@ -14,7 +14,7 @@ import tornado.web
 
 from ..config.settings import WebSettings
 from ..traces import collect_secrets
-from . import drafts_page, jobs_page, logbudget, memory_pages, pages, skills_install
+from . import drafts_page, jobs_page, logbudget, memory_pages, pages, skills_install, window
 from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
 from .base import SECURITY_HEADERS, WebState, log_request
 from .clients import ClientAddresses
@@ -37,6 +37,8 @@ def make_app(state: WebState, mounts: Iterable[Mount] = ()) -> tornado.web.Appli
     return tornado.web.Application(
         [*mounted, *_page_routes(state)],
         template_path=str(HERE / "templates"),
+        ui_modules={"Pager": window.Pager},
+        autoescape="page_escape",  # HTML-escaped, direction controls made visible (base.page_escape)
         cookie_secret=cookie_secret(state.token),
         xsrf_cookies=True,  # Tornado calls check_xsrf_cookie; the token is bound to the session (csrf.py)
         default_handler_class=pages.NotFoundHandler,

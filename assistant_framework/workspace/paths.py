@@ -15,7 +15,9 @@ import re
 import stat
 from pathlib import Path
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+from .. import direction
+
+_CONTROL = re.compile(rf"[\x00-\x1f\x7f{direction.CONTROLS}]")
 
 
 class WorkspacePathError(ValueError):

@@ -17,7 +17,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "paths-direction-characters",
         f"{AF}/workspace/paths.py",
-        '_CONTROL = re.compile(r"[\\x00-\\x1f\\x7f\\u202a-\\u202e\\u2066-\\u2069]")',
+        '_CONTROL = re.compile(rf"[\\x00-\\x1f\\x7f{direction.CONTROLS}]")',
         '_CONTROL = re.compile(r"[\\x00-\\x1f\\x7f]")',
         "a right-to-left override in a file name the model writes shows invoice_fdp.exe.md as invoice_dm.exe.pdf",
         ("test_security.py",),

@@ -25,13 +25,20 @@
     });
   }
 
+  // A direction control (U+202A-U+202E, U+2066-U+2069, as assistant_framework/direction.py) is shown as its mark,
+  // ‹U+202E›: a mail quoted in an answer cannot make "invoice_<U+202E>fdp.exe" read "invoice_exe.pdf".
+  function marked(text) {
+    const mark = (c) => "‹U+" + c.codePointAt(0).toString(16).toUpperCase() + "›";
+    return String(text).replace(/[\u202a-\u202e\u2066-\u2069]/g, mark);
+  }
+
   function add(message) {
     if (shown.has(message.id)) return;
     shown.add(message.id);
     const item = document.createElement("li");
     item.className = message.role;
     item.dataset.id = message.id;
-    item.textContent = message.text;
+    item.textContent = marked(message.text);
     if (message.file) {
       const href = "/chat/file/" + message.id;
       if (message.file.photo) {
@@ -56,7 +63,7 @@
     const item = document.createElement("li");
     item.className = "ask";
     item.id = "ask-" + id;
-    item.textContent = text;
+    item.textContent = marked(text);
     const buttons = document.createElement("div");
     for (const [label, yes] of [["Yes", true], ["No", false]]) {
       const button = document.createElement("button");
@@ -75,7 +82,7 @@
 
   function showLive(text) {
     live.hidden = !text;
-    live.textContent = text;
+    live.textContent = marked(text);
   }
 
   function handle(event) {

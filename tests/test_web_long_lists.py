@@ -1,0 +1,117 @@
+"""Lists of 20,000 entries on the web page (jobs: 1,000, with ``jobs.max_jobs`` raised), over real HTTP against a real
+``assistant web`` site: a memory folder's files, the facts, the chats, the jobs and the pending reminders are each
+shown ``window.ENTRIES`` at a time, with the line that says which and leads to the next page
+(assistant_framework/web/window.py); the JSON twins still send everything.
+
+Before, each page listed all of them: 20,000 notes made a 2 MB page, as many facts 9 MB, chats 3.4 MB, pending
+reminders 3.6 MB, and 1,000 jobs 1 MB."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+import httpx
+import pytest
+
+from assistant_framework.web import window
+from tests.web_site import WEB_TOKEN, start_site
+
+pytestmark = pytest.mark.slow(reason="writes 20,000 notes, chats, facts, jobs and reminders into a workspace")
+
+N = 20_000
+#: Jobs are bounded by ``jobs.max_jobs`` (50 by default); an owner who raises it gets pages of them too.
+JOBS = 1_000
+#: A page of ENTRIES entries stays small, whatever the list's length (200 jobs with their forms: 210 KB).
+PAGE_BYTES = 250_000
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("web")
+    (folder / "config").mkdir()
+    (folder / "config" / "jobs.json").write_text(json.dumps({"max_jobs": JOBS}), encoding="utf-8")
+    site = start_site(folder)
+    ws, root = site.workspace, site.root
+    (root / "notes" / "clips").mkdir(parents=True)
+    for n in range(N):
+        (root / "notes" / "clips" / f"clip-{n:05d}.md").write_text(f"clip {n}\n", encoding="utf-8")
+        day = root / "conversations" / f"chat-{n:05d}"
+        day.mkdir(parents=True)
+        (day / "2026-11-30.jsonl").write_text("", encoding="utf-8")
+    ws.write_json(
+        "facts/facts.json",
+        [{"id": f"f{n}", "subject": "owner", "attribute": f"a{n}", "value": f"v{n}", "status": "current",
+          "source": "user", "time": "2026-11-30T10:00:00+00:00"} for n in range(N)],
+    )  # fmt: skip
+    ws.write_json(
+        "jobs/jobs.json",
+        [{"id": f"j{n}", "name": f"job {n}", "cron": "0 19 * * 0", "message": "hi",
+          "created_at": "2026-11-01T00:00:00+00:00"} for n in range(JOBS)],
+    )  # fmt: skip
+    ws.write_json(
+        "reminders/reminders.json",
+        [{"id": f"r{n}", "text": f"reminder {n}", "due_at": "2026-12-30T10:00:00+00:00", "status": "pending",
+          "chat_id": "42"} for n in range(N)],
+    )  # fmt: skip
+    yield site
+    site.close()
+
+
+@pytest.fixture(scope="module")
+def client(site):
+    with httpx.Client(base_url=site.base, timeout=120, headers={"Authorization": f"Bearer {WEB_TOKEN}"}) as client:
+        yield client
+
+
+def get(client, path: str) -> str:
+    answer = client.get(path)
+    assert answer.status_code == 200, answer.text[:300]
+    assert len(answer.content) < PAGE_BYTES, f"{path}: {len(answer.content)} bytes"
+    return answer.text
+
+
+def pager(html: str) -> tuple[str, dict[str, str]]:
+    """The pager's line as text, and its links by their words."""
+    found = re.search(r'<p class="note pager">(.*?)</p>', html)
+    assert found, "no pager on the page"
+    links = {word: unescape(href) for href, word in re.findall(r'<a href="([^"]*)">(\w+)</a>', found.group(1))}
+    return unescape(re.sub(r"<[^>]+>", "", found.group(1))), links
+
+
+@pytest.mark.parametrize(
+    ("path", "noun", "entry", "total"),
+    [
+        ("/memory/notes", "Files", r'<li><a href="/file\?path=notes', N + 2),  # and the site's two notes
+        ("/memory/facts", "Facts", r'<tr class="current">', N),
+        ("/conversations", "Chats", r"<li><strong><bdi>", N + 1),  # and the site's chat
+        ("/jobs", "Jobs", r'<li class="job"', JOBS),
+        ("/reminders", "Reminders", r'<li class="reminder"', N),
+    ],
+)
+def test_a_list_of_20000_shows_a_page_and_leads_to_the_next(client, path, noun, entry, total):
+    html = get(client, path)
+    assert len(re.findall(entry, html)) <= window.ENTRIES
+    line, links = pager(html)
+    assert line == f"{noun} 1–{window.ENTRIES} of {total} · later"
+    assert set(links) == {"later"}
+    html = get(client, links["later"])
+    line, links = pager(html)
+    assert line == f"{noun} {window.ENTRIES + 1}–{2 * window.ENTRIES} of {total} · earlier · later"
+    assert set(links) == {"earlier", "later"}
+    last = get(client, f"{links['later'].split('from=')[0]}from={total - 1}")
+    line, links = pager(last)
+    assert line.endswith(f"of {total} · earlier") and set(links) == {"earlier"}
+
+
+def test_the_next_page_shows_the_next_entries(client):
+    first = get(client, "/jobs")
+    second = get(client, pager(first)[1]["later"])
+    shown = re.findall(r'<li class="job" id="j-(j\d+)"', first + second)
+    assert len(shown) == len(set(shown)) == 2 * window.ENTRIES
+
+
+def test_the_json_twins_send_every_entry(client):
+    assert len(json.loads(client.get("/api/memory/facts").text)["facts"]) == N
+    assert len(json.loads(client.get("/api/reminders").text)["pending"]) == N
