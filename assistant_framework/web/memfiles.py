@@ -280,11 +280,12 @@ def new_note_path(workspace: Workspace, title: str) -> str:
     return rel
 
 
-def unreadable(workspace: Workspace, category: str) -> list[str]:
-    """Why each JSON file of ``category`` cannot be read (edited by hand into invalid JSON, say): the page says so
-    instead of "No facts yet.", which read as the facts lost. The file itself is left as it is."""
+def unreadable(workspace: Workspace, files: list[str]) -> list[str]:
+    """Why each JSON file of ``files`` (a category's, ``list_files``) cannot be read (edited by hand into invalid
+    JSON, say): the page says so instead of "No facts yet.", which read as the facts lost. The file itself is left
+    as it is."""
     problems: list[str] = []
-    for rel in list_files(workspace, category):
+    for rel in files:
         if rel.endswith(".json"):
             try:
                 JsonListFile[JsonObject](workspace, rel).load()

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 import tornado.web
 
+from ..json_types import JsonObject
 from ..memory.recall import is_outside
 from ..memory.search import MemoryHit
 from . import memfiles, views, window
@@ -139,14 +140,13 @@ class CategoryHandler(BaseHandler):
         if category not in memfiles.EDITABLE:
             raise tornado.web.HTTPError(404, "no such memory category")
         workspace = self.parts.workspace
-        files, facts, problems = await self.off_loop(
-            "files",
-            lambda: (
-                memfiles.list_files(workspace, category),
-                memfiles.facts_view(workspace) if category == "facts" else None,
-                memfiles.unreadable(workspace, category),
-            ),
-        )
+
+        def read() -> tuple[list[str], list[JsonObject] | None, list[str]]:
+            files = memfiles.list_files(workspace, category)  # listed once: 20,000 notes take 2 s
+            facts = memfiles.facts_view(workspace) if category == "facts" else None
+            return files, facts, memfiles.unreadable(workspace, files)
+
+        files, facts, problems = await self.off_loop("files", read)
         if self.api:
             self.send_json({"category": category, "files": files, "facts": facts, "problems": problems})
             return
