@@ -174,6 +174,8 @@ class ItemTurns(ChannelTurns):
             log.warning("%s: could not record the reply of %s: %s", self.channel, item.item_id, err)
         if handed.turn is not None:  # still writing the exchange: the item is completed once it is kept
             self._keeping[item.item_id] = handed.turn
+        # The writes go on once the send below is under way (this task waits for the platform then).
+        asyncio.get_running_loop().call_soon(handed.sending)
         return reply, merged, later
 
     async def finish(
