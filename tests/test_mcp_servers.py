@@ -290,6 +290,60 @@ def test_a_gzip_answer_that_unpacks_past_the_bound_is_not_read_and_costs_one_sen
     assert small.startswith(f"{OUTSIDE_LABEL} ") and "truncated" in small  # 1 MB of spaces, read
 
 
+def test_an_event_stream_answer_is_read_no_further_than_one_event_and_costs_one_sentence(setup, flood_http) -> None:
+    """An answer sent as an event stream (``text/event-stream``) of one 50 MB event: the SDK's bound (1 MB an
+    event, ``MAX_EVENT_BYTES``) ends it, the bot takes what the sockets hold and hangs up, its memory stays flat,
+    and the model is told in one sentence (before: "stopped during the call; it is being restarted: try again",
+    and it was restarted); an answer within the bound is read, and the next call answered."""
+    manager, *_ = setup
+    flood_http.sse_answers.clear()
+    error, growth = _rss_peak_growth(lambda: failed(manager, "floodweb_sse_big", {"mb": 50}))
+    assert "the MCP server 'floodweb' sent a message larger than 1 MB; it was not read" in error, error
+    assert growth < 200 * 1024 * 1024, f"the bot's memory rose by {growth // 2**20} MB"
+    wait_until(lambda: flood_http.sse_answers[0]["done"], what="the bot hanging up")
+    assert flood_http.sse_answers[0]["sent"] < 25_000_000, flood_http.sse_answers
+    assert "left out" not in ok(manager, "floodweb_sse_big", {"mb": 0.5})  # within the bound: read
+    error = failed(manager, "floodweb_sse_endless", {})  # a data line that never ends
+    assert "the MCP server 'floodweb' sent a message larger than 1 MB; it was not read" in error, error
+    assert ok(manager, "floodweb_echo", {"text": "after"}).endswith("echo: {'text': 'after'}")
+
+
+def test_an_event_stream_of_keep_alives_without_an_answer_is_ended_at_30_mb(setup, flood_http) -> None:
+    """Keep-alive comments as fast as the bot reads them and never an answer (the SDK bounds an event, not what
+    is no event): ended once 30 MB came without an answer, in one sentence, well within the call's 20 s (before:
+    read to the call's timeout and on after it, as long as the server wrote: a gigabyte in ten seconds; fails
+    without the bound, checked)."""
+    manager, *_ = setup
+    flood_http.sse_answers.clear()
+    started = time.monotonic()
+    error = failed(manager, "floodweb_sse_chatter", {})
+    assert "the MCP server 'floodweb' sent more than 30 MB without an answer; it was not read" in error, error
+    assert time.monotonic() - started < 10
+    wait_until(lambda: flood_http.sse_answers[0]["done"], what="the bot hanging up")
+    assert flood_http.sse_answers[0]["sent"] < 60_000_000, flood_http.sse_answers
+    assert ok(manager, "floodweb_echo", {"text": "after"}).endswith("echo: {'text': 'after'}")
+
+
+def test_an_event_stream_answer_is_not_read_past_its_calls_time(setup, flood_http) -> None:
+    """A keep-alive every 50 ms and never an answer, a call's time bound of 1 s (a server of its own): the call
+    gives up at 1 s and the bot hangs up on the stream a second later (before: it went on reading it for as long
+    as the server wrote, every timed-out call leaving one more stream open; fails without the bound, checked)."""
+    workspace = setup[2]
+    config = {"mcp": {"servers": {"quick": {"url": flood_http.url, "timeout_seconds": 1}}}}
+    manager = SkillManager([], workspace, sources=[McpSkills(mcp_settings(config))], defer=True)
+    manager.ensure_loaded()  # alone: the file's servers all starting at once can take more than its second
+    try:
+        flood_http.sse_answers.clear()
+        error = failed(manager, "quick_sse_quiet", {})
+        assert "the MCP server 'quick' did not answer within 1 s" in error, error
+        gave_up = time.monotonic()
+        wait_until(lambda: flood_http.sse_answers and flood_http.sse_answers[0]["done"], what="the bot hanging up")
+        assert time.monotonic() - gave_up < 4
+        assert ok(manager, "quick_echo", {"text": "after"}).endswith("echo: {'text': 'after'}")
+    finally:
+        manager.close()
+
+
 def test_hostile_names_and_a_huge_schema_are_tamed(setup) -> None:
     manager, *_ = setup
     hostile = [manager.get(name) for name in manager.names() if name.startswith("hostile_")]

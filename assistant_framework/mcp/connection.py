@@ -31,7 +31,15 @@ from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool
 
 from assistant_framework.config.settings import ServerSettings
 from assistant_framework.json_types import JsonObject
-from assistant_framework.mcp.bounds import TOO_LARGE, bound_json_answer
+from assistant_framework.mcp.bounds import (
+    EVENT_TOO_LARGE,
+    EVENT_TOO_LARGE_SAID,
+    MAX_EVENT_BYTES,
+    STREAM_TOO_LARGE,
+    TOO_LARGE,
+    bound_event_stream,
+    bound_json_answer,
+)
 from assistant_framework.mcp.loop import LoopThread
 from assistant_framework.mcp.results import ToolError, first_sentence
 from assistant_framework.mcp.status import ServerStatus
@@ -48,6 +56,8 @@ PING_SECONDS = 30.0
 PING_TIMEOUT = 10.0
 #: A call after this long without an answer pings first (a server that died idle is restarted, not blamed).
 IDLE_PING_SECONDS = 5.0
+#: How long past its call's time bound an answer's event stream is still read (then it is ended: bounds.py).
+ANSWER_STREAM_MARGIN = 1.0
 #: Tools kept of one server (pages of ``tools/list`` read at most ``MAX_PAGES``).
 MAX_TOOLS = 200
 MAX_PAGES = 20
@@ -316,12 +326,12 @@ class ServerConnection:
                 httpx2.AsyncClient(
                     # An answer is read within its bounds (bounds.py), unpacked here: none is asked for packed.
                     headers={"Accept-Encoding": "identity", **s.headers},
-                    event_hooks={"response": [bound_json_answer]},
+                    event_hooks={"response": [bound_json_answer, bound_event_stream(s.timeout + ANSWER_STREAM_MARGIN)]},
                     timeout=httpx2.Timeout(s.timeout, read=300),
                     verify=shared_httpx2_context(),  # not a context made per connection
                 )
             )
-            transport = streamable_http_client(s.url, http_client=http)
+            transport = streamable_http_client(s.url, http_client=http, max_sse_event_size=MAX_EVENT_BYTES)
             return await stack.enter_async_context(Client(transport, client_info=CLIENT, cache=None))
         errlog = self._stderr.open()
         stack.callback(errlog.close)
@@ -434,6 +444,12 @@ class ServerConnection:
                 raise ToolError(
                     f"the MCP server {self.name!r} sent {TOO_LARGE}; it was not read", own_words=True
                 ) from None
+            # The answer's event stream ended at a bound (bounds.py: the SDK's per event, ours in all).
+            for words, said in ((EVENT_TOO_LARGE, EVENT_TOO_LARGE_SAID), (STREAM_TOO_LARGE, STREAM_TOO_LARGE)):
+                if words in exc.message:
+                    raise ToolError(
+                        f"the MCP server {self.name!r} sent {said}; it was not read", own_words=True
+                    ) from None
             if exc.code != CONNECTION_CLOSED:
                 raise ToolError(
                     f"the MCP server {self.name!r} refused the call: {first_sentence(exc.message)}"

@@ -21,7 +21,10 @@ Run one as a stdio server (the assistant starts it as it starts any configured s
 
 ``FloodHttpServer`` answers streamable HTTP as an outside server may (http.server, JSON written by hand):
 ``parts(count)`` that many empty text parts, ``packed(mb)`` a gzip body that unpacks to that many MB of text
-(asked for or not), ``echo(text)``.
+(asked for or not), ``echo(text)``; and as an event stream (``text/event-stream``, written until the client hangs
+up, what it took noted in ``sse_answers``): ``sse_big(mb)`` one answer event of that many MB, ``sse_endless()`` a
+``data:`` line that never ends, ``sse_chatter()`` keep-alive comments as fast as they are read and no answer,
+``sse_quiet()`` a keep-alive every 50 ms and no answer.
 
 ``HttpMcpServer`` serves the ``tools`` server over streamable HTTP in a thread (uvicorn on
 127.0.0.1, a free port), with an optional bearer token (401 without it)::
@@ -241,6 +244,7 @@ def flood_server() -> None:
 
 
 FLOODS = ["parts", "endless", "text", "echo"]
+SSE_FLOODS = ("sse_big", "sse_endless", "sse_chatter", "sse_quiet")
 
 
 class FloodHttpServer:
@@ -269,12 +273,14 @@ class FloodHttpServer:
                 elif method == "tools/call":
                     self._answer(mid, message["params"]["name"], message["params"].get("arguments") or {})
                 else:
-                    self._send(
-                        200, json.dumps({"jsonrpc": "2.0", "id": mid, "result": _flood_result(message)}).encode()
-                    )
+                    result = _flood_result(message, SSE_FLOODS)
+                    self._send(200, json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}).encode())
 
             def _answer(self, mid: object, tool: str, args: dict) -> None:
                 head = '{"jsonrpc": "2.0", "id": %s, "result": {"content": [' % json.dumps(mid)
+                if tool.startswith("sse_"):
+                    self._sse(tool, head, args)
+                    return
                 if tool == "parts":
                     self._send(
                         200, (head + ",".join(['{"type": "text", "text": ""}'] * int(args["count"])) + "]}}").encode()
@@ -290,6 +296,36 @@ class FloodHttpServer:
                     text = json.dumps({"type": "text", "text": f"echo: {args}"})
                     self._send(200, (head + text + "]}}").encode())
 
+            def _sse(self, tool: str, head: str, args: dict) -> None:
+                """An answer as an event stream, written until the client hangs up (or, ``sse_big``, all of it)."""
+                record = {"tool": tool, "sent": 0, "done": False}
+                outer.sse_answers.append(record)
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                if tool == "sse_big":  # one answer event of ``mb`` MB of text
+                    text = json.dumps({"type": "text", "text": "x" * int(float(args["mb"]) * 1_000_000)})
+                    pieces = iter([f"event: message\ndata: {head}{text}]}}}}\n\n".encode()])
+                elif tool == "sse_endless":  # a data line that never ends
+                    pieces = iter(lambda: b"x" * 65536, None)
+                    pieces = _chain([b"event: message\ndata: " + head.encode()], pieces)
+                elif tool == "sse_quiet":  # a keep-alive every 50 ms, and no answer
+                    pieces = _every(0.05, b": ping\n")
+                else:  # sse_chatter: comment lines (keep-alives) as fast as they are read, and no answer
+                    pieces = iter(lambda: b": " + b"k" * 65534 + b"\n", None)
+                try:
+                    for piece in pieces:
+                        for start in range(0, len(piece), 65536):
+                            self.wfile.write(piece[start : start + 65536])
+                            self.wfile.flush()
+                            record["sent"] += len(piece[start : start + 65536])
+                except OSError:
+                    pass
+                finally:
+                    record["done"] = True
+
             def _send(self, status: int, body: bytes, headers: list[tuple[str, str]] = []) -> None:  # noqa: B006
                 self.send_response(status)
                 for name, value in [("content-type", "application/json"), *headers]:
@@ -298,6 +334,10 @@ class FloodHttpServer:
                 self.end_headers()
                 self.wfile.write(body)
 
+        outer = self
+        #: Each event-stream answer (``sse_`` tools): the tool, the bytes the client's socket took, whether the
+        #: writing ended (the client hung up).
+        self.sse_answers: list[dict] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/mcp"
@@ -312,8 +352,20 @@ class FloodHttpServer:
         self._server.server_close()
 
 
-def _flood_result(message: dict) -> dict:
-    """The answer of the ``flood`` servers to anything but a call: initialize, tools/list, the rest empty."""
+def _every(seconds: float, piece: bytes) -> Any:
+    while True:
+        yield piece
+        time.sleep(seconds)
+
+
+def _chain(*parts: Any) -> Any:
+    for part in parts:
+        yield from part
+
+
+def _flood_result(message: dict, more: list[str] | tuple[str, ...] = ()) -> dict:
+    """The answer of the ``flood`` servers to anything but a call: initialize, tools/list (with ``more`` tools),
+    the rest empty."""
     if message.get("method") == "initialize":
         info = {"name": "flood", "version": "1"}
         return {
@@ -322,7 +374,7 @@ def _flood_result(message: dict) -> dict:
             "serverInfo": info,
         }
     if message.get("method") == "tools/list":
-        names = [*FLOODS, "packed"]
+        names = [*FLOODS, "packed", *more]
         return {
             "tools": [{"name": n, "description": f"The {n} tool.", "inputSchema": {"type": "object"}} for n in names]
         }
