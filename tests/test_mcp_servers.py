@@ -318,7 +318,7 @@ def test_an_event_stream_of_keep_alives_without_an_answer_is_ended_at_30_mb(setu
     started = time.monotonic()
     error = failed(manager, "floodweb_sse_chatter", {})
     assert "the MCP server 'floodweb' sent more than 30 MB without an answer; it was not read" in error, error
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 15  # well before the call's 20 s
     wait_until(lambda: flood_http.sse_answers[0]["done"], what="the bot hanging up")
     assert flood_http.sse_answers[0]["sent"] < 60_000_000, flood_http.sse_answers
     assert ok(manager, "floodweb_echo", {"text": "after"}).endswith("echo: {'text': 'after'}")
