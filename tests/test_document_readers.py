@@ -100,6 +100,7 @@ def test_a_document_that_finds_no_reader_free_in_its_time_is_told_the_time_bound
     saved = _saved(workspace, "report.pdf", pdf_pages(pages=2, sentence_page=1), "application/pdf")
     rel = saved.rel_path
     settings = Settings.from_config({**bot_config, "documents": {"timeout_seconds": 1}})
+    later = Settings.from_config(bot_config)  # a reader process may take more than a second on a busy machine
 
     async def scenario() -> tuple[object, float, object]:
         assert await documents.READERS.take(0) and await documents.READERS.take(0)
@@ -110,13 +111,13 @@ def test_a_document_that_finds_no_reader_free_in_its_time_is_told_the_time_bound
         finally:
             documents.READERS.give()
             documents.READERS.give()
-        return refused, waited, await files_input(workspace, [saved], settings)
+        return refused, waited, await files_input(workspace, [saved], later)
 
     refused, waited, read = asyncio.run(scenario())
     assert refused == (
         f"📄 I saved report.pdf at {rel}, but I cannot read it: reading it took longer than 1 seconds."
     ), refused
-    assert 0.9 < waited < 5, waited
+    assert 0.9 < waited < 10, waited
     assert isinstance(read, FilesInput) and "[Document text] 2 pages" in read.text
     assert watch.counts() == [1]  # one reader: the second message's
     assert documents.READERS.taken == 0
