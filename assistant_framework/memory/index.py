@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 INDEX_PATH = "memory/index.sqlite3"
 _TAIL = 256
+#: Paths whose source ``MemoryIndex._source`` remembers (a few MB at most; a workspace of more files asks again).
+_SOURCES_REMEMBERED = 50_000
 
 
 @dataclass
@@ -70,6 +72,9 @@ class MemoryIndex(IndexRows):
     ) -> None:
         self.workspace = workspace
         self.sources = tuple(sources)
+        # rel -> its source name or None: a pure function of the path and ``sources`` (fixed for this index), asked
+        # for every file of the owner's folders before each recall; fnmatch against every glob was most of that.
+        self._source_of: dict[str, str | None] = {}
         self.db_path = workspace.path(path)
         make_private_dirs(self.db_path.parent)
         self.lock = threading.RLock()
@@ -113,9 +118,10 @@ class MemoryIndex(IndexRows):
         if self.reopen_if_replaced():
             roots = None  # the new file is empty: read every file again
         seen: dict[str, tuple[int, int]] = {}
+        root_text = str(self.workspace.root)
         for rel in self._walk(roots):
             try:
-                st = os.stat(self.workspace.root / rel)
+                st = os.stat(f"{root_text}/{rel}")  # the walk's own path, without a Path object per file
             except OSError:  # gone, a symlink loop, no permission: as if absent (its rows go)
                 continue
             if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever, a device is no note
@@ -144,7 +150,7 @@ class MemoryIndex(IndexRows):
         """Bring these workspace files up to date now, without walking the folders (a collector run
         hands over the files it wrote or removed); files memory does not index are passed over.
         Returns how many files that is."""
-        wanted = [rel for rel in dict.fromkeys(paths) if source_for(rel, self.sources)]
+        wanted = [rel for rel in dict.fromkeys(paths) if self._source(rel)]
         if wanted and self.reopen_if_replaced():
             self.refresh()  # the new file is empty: read every file again, these included
         else:
@@ -192,6 +198,17 @@ class MemoryIndex(IndexRows):
             self.conn.execute("COMMIT")
             return len(ids)
 
+    def _source(self, rel: str) -> str | None:
+        """``source_for(rel, self.sources)``, remembered (forgotten all at once past ``_SOURCES_REMEMBERED`` paths)."""
+        try:
+            return self._source_of[rel]
+        except KeyError:
+            pass
+        if len(self._source_of) >= _SOURCES_REMEMBERED:
+            self._source_of.clear()
+        source = self._source_of[rel] = source_for(rel, self.sources)
+        return source
+
     def _walk(self, roots: Sequence[str] | None = None) -> Iterator[str]:
         root = self.workspace.root
         root_text = str(root)
@@ -212,7 +229,7 @@ class MemoryIndex(IndexRows):
                     self._skip(top, err)
                     continue
             if entry.is_file() if entry is not None else start.is_file():
-                if source_for(top, self.sources):
+                if self._source(top):
                     yield top
                 continue
             for dirpath, dirnames, filenames in os.walk(start):
@@ -220,7 +237,7 @@ class MemoryIndex(IndexRows):
                 base = dirpath[len(root_text) + 1 :].replace(os.sep, "/")
                 for name in sorted(filenames):
                     rel = f"{base}/{name}"
-                    if source_for(rel, self.sources):
+                    if self._source(rel):
                         yield rel
 
     def _state(self, rel: str) -> FileState | None:
@@ -245,7 +262,7 @@ class MemoryIndex(IndexRows):
             self._skip(rel, "not a regular file")
             return None
         target = Path(path).relative_to(self.workspace.root).as_posix()
-        if target != rel and not source_for(target, self.sources):
+        if target != rel and not self._source(target):
             # A link in notes/ to state/ (say the web page's token): memory indexes only its own folders.
             self._skip(rel, f"a link to {target}, which memory does not index")
             return None
@@ -303,7 +320,7 @@ class MemoryIndex(IndexRows):
         return len(entries)
 
     def _index_file(self, rel: str, found: tuple[Path, os.stat_result] | None) -> int:
-        source = source_for(rel, self.sources)
+        source = self._source(rel)
         if source is None:
             return 0
         found = found or self._readable(rel)

@@ -193,6 +193,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_memory_damage.py",),
     ),
     Mutation(
+        "memory-refresh-matches-every-path-again",
+        f"{AF}/memory/index.py",
+        "            return self._source_of[rel]",
+        "            raise KeyError(rel)",
+        "the refresh before every recall matches each of the owner's files against every source glob again",
+        ("test_memory_fast_paths.py",),
+    ),
+    Mutation(
         "memory-segment-keeps-only-the-last-turn",
         f"{AF}/memory/index_rows.py",
         'self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, f"{body}\\n{added}"))',
