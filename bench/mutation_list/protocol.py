@@ -137,6 +137,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_protocol.py",),
     ),
     Mutation(
+        "stream-json-lead-parsed-at-each-delta",
+        f"{BOT}/protocol/stream.py",
+        "if candidates and not _text_between(body, candidates, settled_end):",
+        "if candidates:",
+        "an answer that starts with a JSON value is parsed whole again at every delta: CPU grows with its square",
+        ("test_protocol.py",),
+    ),
+    Mutation(
         "stream-marker-split-over-deltas-shown",
         f"{BOT}/protocol/stream.py",
         "_MARKER_OVERLAP = max(len(marker) for marker in _TEMPLATE_MARKERS) - 1",

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from messaging_llm_bot.protocol.lenient_json import REPLY_PREFIX_RE as _REPLY_PREFIX_RE
-from messaging_llm_bot.protocol.lenient_json import ThinkCut, decode_string_part, open_region, scan
+from messaging_llm_bot.protocol.lenient_json import JsonCandidate, ThinkCut, decode_string_part, open_region, scan
 from messaging_llm_bot.protocol.parse import calls_from_value, parse_model_output
 from messaging_llm_bot.protocol.templates import TEMPLATE_CALL_MARKERS
 
@@ -101,9 +101,10 @@ class StreamGuard:
                 text, scanned = decode_string_part(body, m.end())
                 self._open_reply = _OpenReply(scanned, text)
                 return text
-            if candidates:
+            if candidates and not _text_between(body, candidates, settled_end):
                 return parse_model_output(body[:settled_end], self._names).reply or None
-            return None
+            if not candidates:
+                return None
         self._prose_end = settled_end  # prose first, so no reply object to unwrap later
         return body[:settled_end].strip() or None
 
@@ -162,3 +163,14 @@ class StreamGuard:
             return None
         reply.text, reply.scanned = reply.text + text, scanned
         return reply.text
+
+
+def _text_between(body: str, candidates: list[JsonCandidate], end: int) -> bool:
+    """True when ``body[:end]`` holds text after its first JSON value, outside the values: no reply object is then
+    unwrapped, and the body is shown as prose is (what the whole parse gives), from then on checked as prose is."""
+    after = candidates[0].outer[1]
+    for candidate in candidates[1:]:
+        if _NON_SPACE_RE.search(body, after, candidate.outer[0]) is not None:
+            return True
+        after = candidate.outer[1]
+    return _NON_SPACE_RE.search(body, after, end) is not None
