@@ -145,6 +145,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_protocol.py",),
     ),
     Mutation(
+        "stream-open-bracket-walked-again",
+        f"{BOT}/protocol/lenient_json.py",
+        "    if walk is not None and walk.start == start:\n",
+        "    if False:\n",
+        "an open bracket is walked again from its start at every delta: CPU grows with the square of what follows",
+        ("test_protocol.py",),
+    ),
+    Mutation(
+        "stream-open-fence-searched-again",
+        f"{BOT}/protocol/lenient_json.py",
+        "    searched = walk.at if walk is not None and walk.start == i else 0\n",
+        "    searched = 0\n",
+        "an open fence's end is searched for from its start at every delta: CPU grows with the square of the code",
+        ("test_protocol.py",),
+    ),
+    Mutation(
         "stream-marker-split-over-deltas-shown",
         f"{BOT}/protocol/stream.py",
         "_MARKER_OVERLAP = max(len(marker) for marker in _TEMPLATE_MARKERS) - 1",

@@ -15,7 +15,7 @@ import io
 import json
 import re
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 CODE_FENCE_LANGS = frozenset({"", "json", "json5", "jsonc", "tool_call", "tool_code"})
 _THINK_OPEN_RE = re.compile(r"\s*<(think|thinking|reasoning)>", re.I)  # matched at a position: no \A
@@ -172,21 +172,45 @@ def _prev_nonspace(text: str, j: int, start: int) -> str:
     return text[k] if k >= start else ""
 
 
-def _match_end(text: str, start: int, budget: _Budget) -> tuple[str, int]:
-    """Find the bracket closing text[start]; ("ok", end) / ("open", -1) / ("broken", -1)."""
+@dataclass
+class OpenWalk:
+    """Where the check of the open structure at ``start`` stopped, the text ending before it closed: for a bracket
+    (``_match_end``) the next token is looked for from ``at`` (a string's opening quote when the string was open),
+    with ``stack`` still to close and ``steps`` of the budget used; for a fence its closing one from ``at``. A
+    text that grew goes on from there: what came before stays what it was. ``start`` -1: none. ``scanned``
+    counts the characters the checks searched."""
+
+    start: int = -1
+    at: int = 0
+    stack: list[str] = field(default_factory=list)
+    steps: int = 0
+    scanned: int = 0
+
+
+def _match_end(text: str, start: int, budget: _Budget, walk: OpenWalk | None = None) -> tuple[str, int]:
+    """Find the bracket closing text[start]; ("ok", end) / ("open", -1) / ("broken", -1). With ``walk`` (the
+    budget whole), a walk from the same bracket that stopped open goes on where it stopped, and one that stops
+    open now is kept there."""
     stack: list[str] = []
-    i = start
+    i, full = start, budget.steps
+    if walk is not None and walk.start == start:
+        stack, i = list(walk.stack), walk.at
+        budget.steps -= walk.steps
     while budget.steps > 0:
         budget.steps -= 1
         m = _BRACKET_TOKEN_RE.search(text, i)
-        if not m:
-            return "open", -1
+        if walk is not None:
+            walk.scanned += (m.start() if m else len(text)) - i
+        if not m:  # none in the text: the next is looked for in what comes after it
+            return _stopped_open(walk, start, max(i, len(text)), stack, full - budget.steps - 1)
         j, ch = m.start(), m.group()
         if ch == '"' or (ch == "'" and _prev_nonspace(text, j, start) in "{[,:"):
             # an apostrophe in prose ("Bob's") opens no string; one after {[,: does
             end = (_DQ_REST_RE if ch == '"' else _SQ_REST_RE).match(text, j + 1)
+            if walk is not None:
+                walk.scanned += (end.end() if end else len(text)) - j - 1
             if end is None:
-                return "open", -1
+                return _stopped_open(walk, start, j, stack, full - budget.steps - 1)
             i = end.end()
             continue
         i = j + 1
@@ -198,6 +222,13 @@ def _match_end(text: str, start: int, budget: _Budget) -> tuple[str, int]:
             return "broken", -1
         elif not stack:
             return "ok", j + 1
+    return _stopped_open(walk, start, i, stack, full)
+
+
+def _stopped_open(walk: OpenWalk | None, start: int, at: int, stack: list[str], steps: int) -> tuple[str, int]:
+    """("open", -1), the walk kept where it stopped (``at``: the next search, the step it took not counted)."""
+    if walk is not None:
+        walk.start, walk.at, walk.stack, walk.steps = start, at, list(stack), steps
     return "open", -1
 
 
@@ -208,13 +239,14 @@ def _fence_lang(text: str, i: int) -> str:
     return info.split()[0] if info else ""
 
 
-def _fence_at(text: str, i: int) -> tuple[str, int, int, int] | None:
-    """For a ``` fence at i: (lang, content start, content end, block end) or None if unclosed."""
+def _fence_at(text: str, i: int, searched: int = 0) -> tuple[str, int, int, int] | None:
+    """For a ``` fence at i: (lang, content start, content end, block end) or None if unclosed. ``searched``: no
+    closing fence starts before it (a shorter text had none)."""
     eol = text.find("\n", i + 3)
     if eol == -1:
         return None
     lang = _fence_lang(text, i)
-    close = text.find("```", eol)
+    close = text.find("```", max(eol, searched))
     if close == -1:
         return None
     return lang, eol + 1, close, close + 3
@@ -336,8 +368,22 @@ class ThinkCut:
         return self._after_blocks
 
 
-def open_region(text: str, start: int = 0) -> int | None:
-    """Index where an unresolved structure (bracket, fence, tag, partial marker) starts, else None."""
+def _fence_end(text: str, i: int, walk: OpenWalk | None) -> int | None:
+    """Where the ``` fence at ``i`` ends, None while it is open; a ``walk`` from the same fence goes on from where
+    it stopped, and is kept where this one stops."""
+    searched = walk.at if walk is not None and walk.start == i else 0
+    fence = _fence_at(text, i, searched)
+    if walk is not None:
+        walk.scanned += (fence[2] if fence else len(text)) - min(len(text), max(i + 3, searched))
+        if fence is None:  # a closing fence cut by the end of the text is found whole next time
+            walk.start, walk.at, walk.stack, walk.steps = i, max(i + 3, len(text) - 2), [], 0
+    return fence[3] if fence else None
+
+
+def open_region(text: str, start: int = 0, walk: OpenWalk | None = None) -> int | None:
+    """Index where an unresolved structure (bracket, fence, tag, partial marker) starts, else None. ``walk``: a
+    bracket or fence at ``start`` that was open in a shorter text is checked on from where that check stopped (a
+    stream)."""
     i, n, budget = start, len(text), _Budget()
     while i < n:
         m = _INTERESTING_RE.search(text, i)
@@ -348,10 +394,10 @@ def open_region(text: str, start: int = 0) -> int | None:
         if n - i <= 16 and any(mk.startswith(head) for mk in _PARTIAL_MARKERS):
             return i  # the text ends in what may become a fence or tag
         if head.startswith("```"):
-            fence = _fence_at(text, i)
-            if fence is None:
+            fence_end = _fence_end(text, i, walk if i == start else None)
+            if fence_end is None:
                 return i
-            i = fence[3]
+            i = fence_end
             continue
         tag = _TAG_RE.match(text, i)
         if tag:
@@ -361,7 +407,7 @@ def open_region(text: str, start: int = 0) -> int | None:
             i = close.end()
             continue
         if text[i] in "{[":
-            status, end = _match_end(text, i, budget)
+            status, end = _match_end(text, i, budget, walk if i == start else None)
             if status == "open":
                 return i
             if status == "ok":

@@ -11,7 +11,14 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from messaging_llm_bot.protocol.lenient_json import REPLY_PREFIX_RE as _REPLY_PREFIX_RE
-from messaging_llm_bot.protocol.lenient_json import JsonCandidate, ThinkCut, decode_string_part, open_region, scan
+from messaging_llm_bot.protocol.lenient_json import (
+    JsonCandidate,
+    OpenWalk,
+    ThinkCut,
+    decode_string_part,
+    open_region,
+    scan,
+)
 from messaging_llm_bot.protocol.parse import calls_from_value, parse_model_output
 from messaging_llm_bot.protocol.templates import TEMPLATE_CALL_MARKERS
 
@@ -62,6 +69,7 @@ class StreamGuard:
         # it, so each feed only scans what came after
         self._prose_end = 0
         self._body_start = 0
+        self._walk = OpenWalk()  # an open bracket or fence at _prose_end: checked on from where the last feed stopped
         # While a reply object's string streams, each feed decodes only the new text (``_reply_so_far``).
         self._open_reply: _OpenReply | None = None
 
@@ -83,11 +91,13 @@ class StreamGuard:
         body = raw[body_start:]
         if self._body_start != body_start:  # a late </think> moved the body
             self._body_start, self._prose_end, self._open_reply = body_start, 0, None
+            self._walk = OpenWalk()
         so_far = self._reply_so_far(body)
         if so_far is not None:
             return so_far
-        self.scanned += len(body) - self._prose_end
-        open_at = open_region(body, self._prose_end)
+        walked = self._walk.scanned
+        open_at = open_region(body, self._prose_end, self._walk)
+        self.scanned += self._walk.scanned - walked + (len(body) if open_at is None else open_at) - self._prose_end
         settled = body[self._prose_end : open_at]
         candidates = scan(settled)
         if any(calls_from_value(c.value, self._names, c.raw)[0] for c in candidates):
