@@ -20,7 +20,7 @@ from messaging_llm_bot.llm.client import (
 )
 from messaging_llm_bot.llm.errors import parse_error_body, parse_retry_after
 from messaging_llm_bot.llm.stream import iter_sse_data
-from messaging_llm_bot.llm.usage import split_think, visible_stream_text
+from messaging_llm_bot.llm.usage import VisibleStream, split_think, visible_stream_text
 from tests.fakes.chat_server import DEFAULT_REPLY, FakeChatServer, hash_embedding
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
@@ -602,6 +602,25 @@ def test_think_helpers_pure():
     assert visible_stream_text("<think>plan") is None
     assert visible_stream_text("<think>plan</think>Hi") == "Hi"
     assert visible_stream_text("Hello <think>") == "Hello <think>"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "  <think>plan it</thi" + "nk>\n\n Hello there",
+        "<thi",
+        "<think>never closed",
+        "Hello <think> there",
+        "\n<think></think>",
+    ],
+)
+@pytest.mark.parametrize("step", [1, 2, 5])
+def test_the_visible_part_of_a_growing_stream_is_what_the_whole_text_shows(content, step):
+    """The reader keeps where `</think>` was found instead of searching the reasoning again at every delta; what
+    it shows at each point is what the text so far shows checked whole."""
+    visible = VisibleStream()
+    for end in [*range(step, len(content), step), len(content)]:
+        assert visible.feed(content[:end]) == visible_stream_text(content[:end]), content[:end]
 
 
 def test_sse_parser_skips_comments_and_stops_at_done():

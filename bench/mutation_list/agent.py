@@ -553,6 +553,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_hostile_model.py",),
     ),
     Mutation(
+        "think-close-split-over-deltas-missed",
+        f"{BOT}/llm/usage.py",
+        'max(start + len("<think>"), self._searched - len("</think>") + 1)',
+        "max(start + len(\"<think>\"), self._searched)",
+        "a </think> split over two deltas is not seen: the answer after a reasoning block is never shown streaming",
+        ("test_llm.py",),
+    ),
+    Mutation(
         "calls-per-answer-unbounded",
         f"{BOT}/agent/rounds.py",
         "calls, native_calls = parsed.calls[:MAX_CALLS_PER_ANSWER], native_calls[:MAX_CALLS_PER_ANSWER]",

@@ -26,7 +26,7 @@ from messaging_llm_bot.llm.errors import LLMError, classify, connection_reason, 
 from messaging_llm_bot.llm.http import drain
 from messaging_llm_bot.llm.runners import RunnerConfig
 from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
-from messaging_llm_bot.llm.usage import Usage, message_reasoning, parse_usage, split_think, visible_stream_text
+from messaging_llm_bot.llm.usage import Usage, VisibleStream, message_reasoning, parse_usage, split_think
 from messaging_llm_bot.llm.wire import JsonObject
 
 #: An answer larger than this is refused, streamed or not (a chat answer is far smaller; a stream's events
@@ -144,6 +144,7 @@ def read_stream(
 ) -> JsonObject:
     """A streamed (SSE) answer assembled into one answer object; ``on_delta`` gets the visible text so far."""
     assembler = StreamAssembler()
+    visible_part = VisibleStream()
     done = [False]
     shown = ""
     lines = stream_lines(response)
@@ -153,7 +154,7 @@ def read_stream(
         for payload in iter_sse_data(lines, done):
             delta = assembler.feed_json(payload, runner.name, runner.base_url)
             if delta and on_delta is not None:
-                visible = visible_stream_text(assembler.text())
+                visible = visible_part.feed(assembler.text())
                 if visible and visible != shown:
                     shown = visible
                     on_delta(visible)

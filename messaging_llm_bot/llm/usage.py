@@ -90,6 +90,7 @@ def parse_usage(usage: JsonObject | None, raw: JsonObject | None = None) -> Usag
 
 
 _THINK_RE = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
+_NON_SPACE_RE = re.compile(r"\S")
 
 
 def split_think(content: str) -> tuple[str, str | None]:
@@ -106,14 +107,37 @@ def visible_stream_text(content_so_far: str) -> str | None:
     Servers without a reasoning parser stream `<think>...` as plain content; showing it
     would leak the model's scratchpad into the chat, so it is held back until closed.
     """
-    stripped = content_so_far.lstrip()
-    if not stripped:
-        return None
-    if "<think>".startswith(stripped) or stripped.startswith("<think>"):
-        if "</think>" not in stripped:
+    return VisibleStream().feed(content_so_far)
+
+
+class VisibleStream:
+    """``visible_stream_text`` of a streamed content that only grows, given it whole at each delta: `</think>` is
+    searched for in what came since the last delta, and once found its place is kept (searching the whole
+    reasoning again at every delta cost its length squared)."""
+
+    def __init__(self) -> None:
+        self._start: int | None = None  # the first character that is not a space
+        self._searched = 0  # no `</think>` starts before this
+        self._after: int | None = None  # where the text after `</think>` starts
+
+    def feed(self, content: str) -> str | None:
+        if self._start is None:
+            first = _NON_SPACE_RE.search(content)
+            if first is None:
+                return None
+            self._start = first.start()
+        start = self._start
+        if self._after is None and content.startswith("<think>", start):
+            close = content.find("</think>", max(start + len("<think>"), self._searched - len("</think>") + 1))
+            if close == -1:
+                self._searched = len(content)
+                return None
+            self._after = close + len("</think>")
+        if self._after is not None:
+            return content[self._after :].lstrip()  # and the space after it, as split_think drops it
+        if len(content) - start < len("<think>") and "<think>".startswith(content[start:]):
             return None
-        return split_think(content_so_far)[0]
-    return content_so_far
+        return content
 
 
 def message_reasoning(message: Mapping[str, object]) -> str | None:
