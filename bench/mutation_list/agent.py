@@ -556,7 +556,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "think-close-split-over-deltas-missed",
         f"{BOT}/llm/usage.py",
         'max(start + len("<think>"), self._searched - len("</think>") + 1)',
-        "max(start + len(\"<think>\"), self._searched)",
+        'max(start + len("<think>"), self._searched)',
         "a </think> split over two deltas is not seen: the answer after a reasoning block is never shown streaming",
         ("test_llm.py",),
     ),
