@@ -507,3 +507,51 @@ def test_a_run_left_in_the_inbox_once_no_owner_is_set_is_dropped_unsent(tmp_path
         assert not model.chat_requests and slack.posted(dm) == []
         log = bot.log_text()
         assert "cannot run (no owner chat); dropped" in log and "Traceback" not in log
+
+
+def test_after_a_reload_names_another_owner_a_due_job_goes_to_the_new_owners_dm_not_the_old(tmp_path: Path) -> None:
+    """The owner is changed in the config and the old owner's ``/reload`` takes it; then a job is due. Its run
+    goes to the new owner's DM (opened for them, conversation/owner_dm.py), the old owner's DM gets nothing of it
+    (it did: the DM opened at the start was kept until a restart); and a run that waited in the inbox for the
+    old owner's DM is dropped with one log line (conversation/item_turns.py's ``run_job``), not run there as the
+    new owner's turn."""
+    from datetime import UTC, datetime, timedelta
+
+    from assistant_framework.inbox import Inbox
+    from assistant_framework.jobs import JOBS_FILE
+    from assistant_framework.workspace import Workspace
+    from messaging_llm_bot.conversation.job_runs import JobRun
+
+    new_owner = "U0NEWOWNER"
+    ws = Workspace(tmp_path / "workspace")
+    with FakeChatServer() as model, FakeSlackAPI(token=TOKEN) as slack:
+        old_dm, new_dm = slack.add_user(OWNER), slack.add_user(new_owner)
+        config = _write_config(tmp_path, slack, model)
+        settings = json.loads(config.read_text(encoding="utf-8"))
+        settings["jobs"] = {"poll_seconds": 0.2}
+        config.write_text(json.dumps(settings), encoding="utf-8")
+        env = {"SLACK_TEST_TOKEN": TOKEN, "SLACK_TEST_SECRET": SECRET}
+        with BotProcess(config, ws.root, tmp_path / "bot.log", env=env) as bot:
+            bot.start()
+            wait_until(lambda: _serving(bot), timeout=60, what="the bot process to listen")
+            slack.connect(_serving(bot), SECRET)
+            settings["slack"]["allowed"] = [new_owner]
+            config.write_text(json.dumps(settings), encoding="utf-8")
+            assert slack.deliver_command(slack.slash(OWNER, "/reload")).status_code == 200
+            wait_until(lambda: slack.posted(old_dm), what="the answer to /reload")
+            told = len(slack.posted(old_dm))
+            planned = "2026-03-02T07:30:00+00:00"  # a run queued for the old owner's DM before the reload
+            run = JobRun(f"j0:{planned}", "j0", "news", "prompt", "My notes?", planned, False, "UTC")
+            Inbox(ws).accept(f"job:j0:{planned}", f"sl:{old_dm}", run.payload())
+            created = (datetime.now(UTC) - timedelta(minutes=60, seconds=10)).isoformat(timespec="seconds")
+            job = {"id": "j1", "name": "water", "every_minutes": 60, "message": "Water the plants"}
+            ws.write_json(JOBS_FILE, [{**job, "created_at": created}])
+            wait_until(lambda: slack.posted(new_dm), timeout=30, what="the job's run in the new owner's DM")
+            assert bot.terminate() == 0
+            bot.start()  # the run queued for the old DM is answered at the start: dropped
+            wait_until(lambda: not _pending(ws.root), timeout=30, what="the waiting run dropped")
+        assert [m["text"] for m in slack.posted(new_dm)] == ["🗓 Water the plants"]
+        assert len(slack.posted(old_dm)) == told and not model.chat_requests
+        log = bot.log_text()
+        assert "cannot run (its chat is not the chat of the owner the config names now); dropped" in log
+        assert "Traceback" not in log

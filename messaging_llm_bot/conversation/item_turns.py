@@ -28,7 +28,7 @@ from messaging_llm_bot.conversation.handed import Handed, handing
 from messaging_llm_bot.conversation.job_answer import Deliver, Tell, answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
-from messaging_llm_bot.conversation.routes import configured_owner
+from messaging_llm_bot.conversation.routes import configured_owner, is_owner_conversation
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns
 
@@ -256,11 +256,14 @@ class ItemTurns(ChannelTurns):
     async def run_job(self, item: InboxItem, deliver: Deliver, tell: Tell, chat_id: int | str | None = None) -> None:
         """A job run's item answered once (conversation/job_answer.py) in its chat (``chat_id`` as the agent's
         records name it; None: the conversation's id): ``deliver`` its reply, ``tell`` the owner a paused job.
-        Dropped when the channel has no owner now (the allowlist emptied since it was queued): a job is the
-        owner's turn in the owner's chat, no one else's."""
+        A job is the owner's turn in the owner's chat, no one else's: dropped when the channel has no owner now
+        (the allowlist emptied since it was queued), or its chat is not the chat of the owner the config names
+        now (a ``/reload`` or a restart named another owner: the old owner's chat would get the new one's data)."""
         user = self.job_user()
-        if user is None:
-            log.warning("jobs: %s cannot run (no owner chat); dropped", item.item_id)
+        owners = is_owner_conversation(self.runtime.settings, self.runtime.workspace)
+        if user is None or not owners(item.conversation_id):
+            why = "no owner chat" if user is None else "its chat is not the chat of the owner the config names now"
+            log.warning("jobs: %s cannot run (%s); dropped", item.item_id, why)
             await asyncio.to_thread(self.inbox.complete, item.item_id)
             return
         await answer_job_run(

@@ -84,6 +84,7 @@ ROUTES: tuple[Route, ...] = (
         configured=lambda settings: bool(settings.telegram.token),
         bare_numbers=True,
         owner_chats=lambda s: () if s.telegram.owner is None else (f"tg:{s.telegram.owner}", str(s.telegram.owner)),
+        thread_mark=":",  # a forum topic of the chat (``tg:7:12``)
         allowlist=AllowlistKeys("allowed_user_ids", "owner_id", int),
         owner=lambda s: s.telegram.owner,
     ),
@@ -218,7 +219,8 @@ def owner_conversation_ids(settings: Settings, workspace: Workspace | None = Non
     ids = {one for route in ROUTES for one in route.owner_chats(settings)}
     if workspace is not None:
         known = set(channel_names())
-        ids |= {one for channel, one in noted_owner_chats(workspace).items() if channel in known}
+        noted = noted_owner_chats(workspace, lambda channel: configured_owner(settings, channel))
+        ids |= {one for channel, one in noted.items() if channel in known}
     return frozenset(ids)
 
 

@@ -29,7 +29,7 @@ from messaging_llm_bot.channels.discord.settings import PREFIX, DiscordToken, ap
 from messaging_llm_bot.channels.discord.turn import DiscordTurns, address_of
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.notices import send_reminder_by
-from messaging_llm_bot.conversation.owner_chats import note_owner_chat
+from messaging_llm_bot.conversation.owner_dm import OwnerDm
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 
@@ -54,7 +54,7 @@ class DiscordService(ChannelService):
         self, runtime: Runtime, *, stop_signals: Sequence[int] | None = None, manage_runtime: bool = True
     ) -> None:
         super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
-        self.owner_dm = ""  # the owner's DM channel: jobs, reminders and notices go there
+        self.dm: OwnerDm  # the owner's DM channel: jobs, reminders and notices go there
         self._gateway: asyncio.Task[None] | None = None
         self.intake: DiscordIntake | None = None
         self._catching_up: set[asyncio.Task[None]] = set()  # the catch-ups running (a new session each)
@@ -147,19 +147,17 @@ class DiscordService(ChannelService):
             self.begin_shutdown("the gateway connection ended")
 
     async def _owner_dm(self, client: discord.Client) -> None:
-        """The owner's DM (kept for the run): jobs, reminders and notices go there."""
-        owner = self.config.owner_id
-        if not owner:
-            return
-        try:
-            dm = await call("open the owner's DM", client.http.start_private_message(int(owner)))
-            self.owner_dm = str(dm["id"])
-            await asyncio.to_thread(note_owner_chat, self.runtime.workspace, "discord", conversation_of(self.owner_dm))
-        except (DiscordUnavailable, DeliveryError, KeyError) as err:
-            log.warning("discord: the owner's DM could not be opened (%s): jobs and notices wait", err)
+        """The owner's DM, opened again for a new owner a ``/reload`` names (conversation/owner_dm.py)."""
+
+        async def open_dm(owner: str) -> str:
+            return str((await call("open the owner's DM", client.http.start_private_message(int(owner))))["id"])
+
+        self.dm = OwnerDm(self.runtime, self.NAME, open_dm, (DiscordUnavailable, DeliveryError, KeyError, ValueError))
+        await self.dm.open()
 
     def _owner_chat(self) -> str | None:
-        return conversation_of(self.owner_dm) if self.owner_dm else None
+        dm = self.dm.id
+        return conversation_of(dm) if dm else None
 
     async def close(self) -> None:
         """The client closed, what discord.py left running ended before the loop closes (its wait for the

@@ -35,7 +35,9 @@ class SlackIntakeHost(ChannelHost, Protocol):
     channel: SlackChannel
     turns: SlackTurns
     bot_user: str
-    owner_dm: str
+
+    @property
+    def owner_dm(self) -> str: ...
 
     @property
     def config(self) -> SlackSettings: ...

@@ -31,7 +31,7 @@ from messaging_llm_bot.channels.slack.webhook import SlackWebhook
 from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.notices import send_reminder_by
-from messaging_llm_bot.conversation.owner_chats import note_owner_chat
+from messaging_llm_bot.conversation.owner_dm import OwnerDm
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService, PerRecord
 
@@ -57,11 +57,16 @@ class SlackService(ChannelService):
         self.webhook: SlackWebhook | None = None
         self.socket: SocketMode | None = None  # slack.socket_mode: the events over a websocket instead
         self.bot_user = ""  # the bot's own user id (auth.test): its own messages are passed over
-        self.owner_dm = ""  # the owner's DM channel (conversations.open): jobs, reminders and notices go there
         self._secrets = PerRecord(SlackSecrets.of)
         self.inbox: Inbox
         self.channel: SlackChannel
         self.turns: SlackTurns
+        self.dm: OwnerDm  # the owner's DM (conversations.open): jobs, reminders and notices go there
+
+    @property
+    def owner_dm(self) -> str:
+        """The DM of the owner the config names now ("" while it is not open: conversation/owner_dm.py)."""
+        return self.dm.id
 
     @property
     def config(self) -> SlackSettings:
@@ -92,7 +97,7 @@ class SlackService(ChannelService):
         return None
 
     async def _who(self, client: SlackClient) -> None:
-        """The bot's user id, and the owner's DM (both kept for the run); ``BotTokenRefused`` ends the start when
+        """The bot's user id (kept for the run), and the owner's DM; ``BotTokenRefused`` ends the start when
         Slack refuses the token, while an outage goes on (replies wait in the inbox and are tried again)."""
         try:
             self.bot_user = str((await client.auth_test()).get("user_id") or "")
@@ -100,15 +105,8 @@ class SlackService(ChannelService):
             if err.token_refused:
                 raise BotTokenRefused(str(err)) from None
             log.warning("slack: auth.test failed (%s); going on", err)
-        owner = self.config.owner_id
-        if owner:
-            try:
-                self.owner_dm = await client.open_dm(owner)
-                await asyncio.to_thread(
-                    note_owner_chat, self.runtime.workspace, "slack", conversation_of(self.owner_dm)
-                )
-            except (SlackUnavailable, DeliveryError) as err:
-                log.warning("slack: the owner's DM could not be opened (%s): jobs and notices wait", err)
+        self.dm = OwnerDm(self.runtime, self.NAME, client.open_dm, (SlackUnavailable, DeliveryError))
+        await self.dm.open()
 
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()
