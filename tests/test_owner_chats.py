@@ -60,3 +60,24 @@ def test_a_served_search_finds_the_owners_email_thread_matrix_thread_and_web_cha
     found = memory_tools(settings, ws, service).search("albatross", limit=20)["results"]
     words = {word for hit in found for word in chats.values() if word in str(hit)}
     assert words == {"owner-mail", "owner-room", "owner-web"}
+
+
+def test_a_dm_learned_for_one_owner_is_not_the_owners_once_the_config_names_another(ws: Workspace) -> None:
+    """Slack's and Discord's DM is noted with the owner it was opened for (conversation/owner_dm.py): once the
+    config names another owner it is no longer the owner's chat (a job run queued for it is dropped, a served
+    client does not search it), until the DM of the new owner is noted; a note without an owner (Matrix's, an
+    older version's) counts as before. A forum topic of the Telegram owner's chat is the owner's, a group's not."""
+    from messaging_llm_bot.conversation.owner_chats import note_owner_chat
+
+    first = Settings.from_config({"slack": {"allowed": ["U0FIRST"]}, "telegram": {"allowed_user_ids": [7]}})
+    second = Settings.from_config({"slack": {"allowed": ["U0SECOND"]}, "telegram": {"allowed_user_ids": [7]}})
+    note_owner_chat(ws, "slack", "sl:D0FIRST", "U0FIRST")
+    assert "sl:D0FIRST" in owner_conversation_ids(first, ws)
+    assert not is_owner_conversation(second, ws)("sl:D0FIRST")
+    assert not is_owner_conversation(second, ws)("sl:D0FIRST|1712345678.000100")
+    note_owner_chat(ws, "slack", "sl:D0SECOND", "U0SECOND")
+    assert is_owner_conversation(second, ws)("sl:D0SECOND") and not is_owner_conversation(first, ws)("sl:D0SECOND")
+    StateFile(ws).update(owner_room=ROOM)  # noted without an owner: the room the owner wrote in
+    assert f"mx:{ROOM}" in owner_conversation_ids(second, ws)
+    owner = is_owner_conversation(second, ws)
+    assert owner("tg:7") and owner("tg:7:12") and not owner("tg:-1005:12") and not owner("tg:8:7")

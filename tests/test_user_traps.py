@@ -253,3 +253,40 @@ def test_a_job_whose_send_reached_telegram_just_before_a_kill_is_sent_again_at_m
     assert sent_texts(fake, OWNER) == ["🗓 Water the plants"] * 2
     [line] = ws.read_jsonl(RUNS_FILE)
     assert line["outcome"] == "delivered" and Inbox(ws).pending() == []
+
+
+@pytest.mark.timeout(90)
+def test_a_job_after_the_owner_was_changed_goes_to_the_new_owners_chat_and_never_the_old(
+    tmp_path, bot_config, fake, chat_server
+):
+    """The owner is changed in the config and taken by ``/reload``: a job due after it goes to the new owner's
+    chat, the old owner's gets nothing of it. A run queued for the old owner's chat and left in the inbox (a
+    crash, a held send) is dropped at the next start with one log line (conversation/item_turns.py's
+    ``run_job``): it ran there as the new owner's turn, the old owner reading the new one's data."""
+    new_owner = 2
+    ws = Workspace(tmp_path / "ws")
+    path = tmp_path / "config.json"
+    jobs = {"jobs": {"poll_seconds": 0.2}}
+    config = write_bot_config(path, bot_config, fake, runtime={"shutdown_timeout_seconds": 5}, extra=jobs)
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        write_bot_config(
+            path, bot_config, fake, allowed=[new_owner], runtime={"shutdown_timeout_seconds": 5}, extra=jobs
+        )
+        fake.send_message("/reload")
+        fake.wait_for(lambda: fake.messages(OWNER), timeout=20)
+        job = {"id": "j1", "name": "water", "every_minutes": 60, "message": "Water the plants"}
+        ws.write_json(JOBS_FILE, [{**job, "created_at": ago(minutes=60, seconds=10)}])
+        fake.wait_for(lambda: sent_texts(fake, new_owner), timeout=20)
+        assert bot.terminate() == 0
+        planned = "2026-03-02T07:30:00+00:00"
+        run = {"run_id": f"j0:{planned}", "job_id": "j0", "name": "notes", "kind": "prompt", "text": "My notes?"}
+        run |= {"planned": planned, "late": False, "timezone": "UTC"}
+        Inbox(ws).accept(f"job:j0:{planned}", f"tg:{OWNER}", {"job_run": run})
+        bot.start().wait_ready()
+        fake.wait_for(lambda: Inbox(ws).pending() == [], timeout=20)
+        assert bot.terminate() == 0
+    assert sent_texts(fake, new_owner) == ["🗓 Water the plants"]
+    assert [m["text"] for m in fake.messages(OWNER)][1:] == [] and chat_server.chat_requests == []
+    log = bot.log_text()
+    assert "cannot run (its chat is not the chat of the owner the config names now); dropped" in log
