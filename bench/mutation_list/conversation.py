@@ -461,8 +461,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "item-turns-job-without-owner-runs",
         f"{BOT}/conversation/item_turns.py",
-        '        if user is None:\n            log.warning("jobs: %s cannot run (no owner chat); dropped"',
-        '        if user is None and False:\n            log.warning("jobs: %s cannot run (no owner chat); dropped"',
+        "        if user is None or not owners(item.conversation_id):",
+        "        if user is not None and not owners(item.conversation_id):",
         "a job run left in the inbox once no owner is set is run for no one instead of dropped",
         ("test_jobs_bot.py",),
     ),
