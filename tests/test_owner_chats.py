@@ -81,3 +81,17 @@ def test_a_dm_learned_for_one_owner_is_not_the_owners_once_the_config_names_anot
     assert f"mx:{ROOM}" in owner_conversation_ids(second, ws)
     owner = is_owner_conversation(second, ws)
     assert owner("tg:7") and owner("tg:7:12") and not owner("tg:-1005:12") and not owner("tg:8:7")
+
+
+def test_the_matrix_room_the_old_owner_wrote_in_is_not_the_new_owners(ws: Workspace) -> None:
+    """The direct room is kept with the owner who wrote in it (channels/matrix/events.py): once the config names
+    another owner it is neither the owner's chat nor where jobs, notices and questions go, until the new owner
+    writes in a direct room of theirs."""
+    old, new = "@owner:example.org", "@new:example.org"
+    StateFile(ws).update(owner_room=ROOM, owner=old)
+    state = StateFile(ws)  # as the next start reads it
+    assert state.owner_room_of(old) == ROOM and state.owner_room_of(new) is None
+    changed = Settings.from_config({"matrix": {"allowed": [new]}})
+    assert not is_owner_conversation(changed, ws)(f"mx:{ROOM}")
+    state.update(owner_room=OTHER_ROOM, owner=new)
+    assert state.owner_room_of(new) == OTHER_ROOM and is_owner_conversation(changed, ws)(f"mx:{OTHER_ROOM}")

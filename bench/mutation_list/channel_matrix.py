@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from mutation_list.common import BOT, KIT_MATRIX, MATRIX, MATRIX_BOT, Mutation
+from mutation_list.common import BOT, KIT_MATRIX, MATRIX, MATRIX_BOT, OWNER_CHATS, Mutation
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- the Matrix channel (channels/matrix/, docs/matrix.md) -----------------------------------------------
+    Mutation(
+        "matrix-room-of-any-owner",
+        "messaging_llm_bot/channels/matrix/state.py",
+        "        return state.owner_room if owner and state.owner in (None, owner) else None",
+        "        return state.owner_room",
+        "after the owner was changed, Matrix's jobs, notices and questions still go to the old owner's direct room",
+        OWNER_CHATS,
+    ),
     Mutation(
         "matrix-invite-any",
         "messaging_llm_bot/channels/matrix/events.py",

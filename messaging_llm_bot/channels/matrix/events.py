@@ -222,7 +222,7 @@ class SyncReader:
             return True
         owner = config.is_owner(sender)
         if msg.direct and owner:
-            await asyncio.to_thread(host.state.update, owner_room=room_id)
+            await asyncio.to_thread(host.state.update, owner_room=room_id, owner=sender)
             if host.channel.resolve(room_id, msg.text):
                 return True  # the answer to an open yes/no question, not a new message
         chat = msg.conversation_id

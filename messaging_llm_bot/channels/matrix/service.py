@@ -97,7 +97,7 @@ class MatrixService(ChannelService):
             owner_conversation=self.owner_conversation,
             start=reader.intake.start_job,
             morning_digest=self.config.morning_digest,
-            ask_owner=self.channel.approvals.owner_approver(lambda: self.state.state.owner_room or None, loop),
+            ask_owner=self.channel.approvals.owner_approver(self._owner_room, loop),
         )
         self.reading(reader.consume())
         synced, stopped = self.reading(reader.synced.wait()), self.reading(self.shutdown_requested())
@@ -111,12 +111,16 @@ class MatrixService(ChannelService):
 
     def owner_conversation(self, job: Job) -> str | None:
         """Where a Matrix job's runs go: the owner's direct room (known once the owner wrote there)."""
-        room = self.state.state.owner_room
+        room = self._owner_room()
         return conversation_of(room) if room else None
+
+    def _owner_room(self) -> str | None:
+        """The direct room of the owner the config names now (a ``/reload`` may name another: none till they write)."""
+        return self.state.owner_room_of(self.config.owner_id)
 
     def _owner_conversation(self) -> str | None:
         """Where notices and the digest go: the owner's direct room, known once the owner wrote there."""
-        room = self.state.state.owner_room
+        room = self._owner_room()
         if not room:
             log.warning("matrix: a notice for the owner waits for their first message in a direct room")
         return conversation_of(room) if room else None

@@ -33,6 +33,7 @@ class MatrixState:
     next_batch: str | None = None
     device_id: str | None = None
     owner_room: str | None = None
+    owner: str | None = None  # whose direct room ``owner_room`` is (None: kept by an older version)
     told: list[str] = field(default_factory=list)
 
 
@@ -44,7 +45,7 @@ class StateFile:
         self._lock = threading.Lock()
         self.state = self._read()
         if self.state.owner_room:  # kept before the registry knew it (a workspace of an older version)
-            note_owner_chat(workspace, "matrix", conversation_of(self.state.owner_room))
+            note_owner_chat(workspace, "matrix", conversation_of(self.state.owner_room), self.state.owner)
 
     def _read(self) -> MatrixState:
         raw = self.workspace.read_state(STATE_FILE, log, "matrix: starting without a sync position")
@@ -58,6 +59,7 @@ class StateFile:
             next_batch=text("next_batch"),
             device_id=text("device_id"),
             owner_room=text("owner_room"),
+            owner=text("owner"),
             told=[t for t in told if isinstance(t, str)][-MAX_TOLD:] if isinstance(told, list) else [],
         )
 
@@ -69,23 +71,41 @@ class StateFile:
                 "next_batch": state.next_batch,
                 "device_id": state.device_id,
                 "owner_room": state.owner_room,
+                "owner": state.owner,
                 "told": state.told[-MAX_TOLD:],
             },
         )
 
     def update(
-        self, *, next_batch: str | None = None, device_id: str | None = None, owner_room: str | None = None
+        self,
+        *,
+        next_batch: str | None = None,
+        device_id: str | None = None,
+        owner_room: str | None = None,
+        owner: str | None = None,
     ) -> None:
+        """Keep what is given; ``owner_room`` the direct room ``owner`` wrote in."""
         with self._lock:
             changed = False
-            for name, value in (("next_batch", next_batch), ("device_id", device_id), ("owner_room", owner_room)):
+            fields = (
+                ("next_batch", next_batch),
+                ("device_id", device_id),
+                ("owner_room", owner_room),
+                ("owner", owner),
+            )
+            for name, value in fields:
                 if value is not None and getattr(self.state, name) != value:
                     setattr(self.state, name, value)
                     changed = True
             if changed:
                 self._write()
             if owner_room is not None:
-                note_owner_chat(self.workspace, "matrix", conversation_of(owner_room))
+                note_owner_chat(self.workspace, "matrix", conversation_of(owner_room), owner)
+
+    def owner_room_of(self, owner: str | None) -> str | None:
+        """The direct room of ``owner`` (the config's now): None when the one kept is another owner's."""
+        state = self.state
+        return state.owner_room if owner and state.owner in (None, owner) else None
 
     def tell_once(self, key: str) -> bool:
         """True the first time ``key`` is asked about (and remembered); False after."""
