@@ -378,3 +378,38 @@ def test_a_run_left_in_the_inbox_once_no_owner_is_set_is_dropped_unsent(tmp_path
         assert not model.chat_requests and discord.posted(dm) == []
         log = bot.log_text()
         assert "cannot run (no owner chat); dropped" in log and "Traceback" not in log
+
+
+def test_after_a_reload_names_another_owner_a_due_job_goes_to_the_new_owners_dm_not_the_old(tmp_path: Path) -> None:
+    """The owner is changed in the config and the old owner's ``/reload`` takes it; then a job is due: its run
+    goes to the new owner's DM, opened for them (conversation/owner_dm.py), and the old owner's DM gets nothing of
+    it (it did: the DM opened at the start was kept until a restart)."""
+    from datetime import UTC, datetime, timedelta
+
+    from assistant_framework.jobs import JOBS_FILE
+    from assistant_framework.workspace import Workspace
+    from tests.fakes.discord_api import FakeDiscordAPI
+
+    new_owner = "80351110224678999"
+    ws = Workspace(tmp_path / "workspace")
+    with FakeChatServer() as model, FakeDiscordAPI(token=TOKEN) as discord:
+        old_dm, new_dm = discord.add_user(OWNER), discord.add_user(new_owner)
+        config = _write_config(tmp_path, discord, model)
+        settings = json.loads(config.read_text(encoding="utf-8"))
+        settings["jobs"] = {"poll_seconds": 0.2}
+        config.write_text(json.dumps(settings), encoding="utf-8")
+        with BotProcess(config, ws.root, tmp_path / "bot.log", env={"DISCORD_TEST_TOKEN": TOKEN}) as bot:
+            bot.start()
+            wait_until(lambda: _connected(bot), timeout=60, what="the bot process to connect to the gateway")
+            settings["discord"]["allowed"] = [new_owner]
+            config.write_text(json.dumps(settings), encoding="utf-8")
+            discord.dm(OWNER, "/reload")
+            wait_until(lambda: discord.posted(old_dm), timeout=30, what="the answer to /reload")
+            told = len(discord.posted(old_dm))
+            created = (datetime.now(UTC) - timedelta(minutes=60, seconds=10)).isoformat(timespec="seconds")
+            job = {"id": "j1", "name": "water", "every_minutes": 60, "message": "Water the plants"}
+            ws.write_json(JOBS_FILE, [{**job, "created_at": created}])
+            wait_until(lambda: discord.posted(new_dm), timeout=30, what="the job's run in the new owner's DM")
+        assert [m["content"] for m in discord.posted(new_dm)] == ["🗓 Water the plants"]
+        assert len(discord.posted(old_dm)) == told and not model.chat_requests
+        assert "Traceback" not in bot.log_text()

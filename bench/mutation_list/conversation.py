@@ -235,8 +235,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         f"{BOT}/conversation/owner_dm.py",
         "            if owner and owner == self._for:",
         "            if self._for:",
-        "after a /reload that names another owner, Slack's job runs still go to the old owner's DM",
-        SLACK_BOT,
+        "after a /reload that names another owner, Slack's and Discord's job runs still go to the old owner's DM",
+        (*SLACK_BOT, *DISCORD_BOT),
     ),
     Mutation(
         "owner-chat-noted-for-any-owner",
