@@ -266,7 +266,10 @@ class TraceStore:
             del known[: len(doomed)]
             for trace_id in doomed:
                 self.workspace.delete(trace_path(trace_id))
-            for day in {trace_path(i).rsplit("/", 1)[0] for i in doomed}:
+            # The oldest kept trace's day folder is still in use: listing it (a day's traces) after every turn was
+            # the prune's main cost. Ids start with their day, YYYYMMDD.
+            in_use = known[0][:8] if known else None
+            for day in {trace_path(i).rsplit("/", 1)[0] for i in doomed if i[:8] != in_use}:
                 if not any(self.workspace.path(day).iterdir()):
                     self.workspace.delete(day)
         return len(doomed)

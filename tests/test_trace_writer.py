@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import datetime, timezone
+from pathlib import Path
 
 from assistant_framework.traces import TraceStore, drain_traces, new_trace_id
 from messaging_llm_bot.agent.incoming import AgentMessage
@@ -61,3 +63,25 @@ def test_redacting_the_json_text_equals_redacting_the_values():
     text = redact_json_text(json.dumps(doc, ensure_ascii=False), secrets)
     assert json.loads(text) == redact_secrets(doc, secrets)
     assert all(s not in json.loads(text)["a"] for s in secrets)
+
+
+def test_pruning_lists_a_day_folder_only_once_its_last_kept_trace_may_be_gone(workspace, monkeypatch):
+    """Each trace written prunes the oldest past ``keep``, and a day folder left empty goes. The folder is listed
+    only when no kept trace is of its day: it was listed after every turn (a day of 200 traces read whole)."""
+    listed: list[str] = []
+    iterdir = Path.iterdir
+
+    def counted(self: Path):
+        listed.append(self.name)
+        return iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", counted)
+    store = TraceStore(workspace, keep=3)
+    for day, minutes in ((1, range(6)), (2, range(3))):
+        for minute in minutes:
+            when = datetime(2026, 3, day, 10, minute, tzinfo=timezone.utc)
+            store.write({"id": new_trace_id(when), "time": when.isoformat()})
+        if day == 1:
+            assert listed == []  # five traces pruned, the oldest kept one of their day each time
+    assert listed == ["2026-03-01"]  # listed once, as its last trace went
+    assert not workspace.exists("traces/2026-03-01") and len(store.ids()) == 3

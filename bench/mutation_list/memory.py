@@ -13,6 +13,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "logs and traces keep a URL's password and ?api_key= (only whole values are hidden)",
         MCP_SECRETS,
     ),
+    Mutation(
+        "traces-prune-lists-the-day-in-use",
+        f"{AF}/traces.py",
+        'for day in {trace_path(i).rsplit("/", 1)[0] for i in doomed if i[:8] != in_use}:',
+        'for day in {trace_path(i).rsplit("/", 1)[0] for i in doomed}:',
+        "each trace written lists its day's folder (up to 200 traces) to see whether it is empty",
+        ("test_trace_writer.py",),
+    ),
     # -- the durable inbox (inbox/) --------------------------------------------------------------------
     Mutation(
         "inbox-batch-duplicates",
