@@ -174,7 +174,10 @@ def test_the_web_pages_skills_list_shows_mcp_tools_with_their_server(config, tmp
         }
         assert rows["clock_get_current_time"]["mcp_server"] == "clock"
         assert rows["notes"]["mcp_server"] is None  # a built-in skill
-        page = requests.get(f"{base}/skills", headers=bearer, timeout=60).text
+        # Stored names are isolated for direction (<bdi>): the page's text is read without the tags.
+        page = (
+            requests.get(f"{base}/skills", headers=bearer, timeout=60).text.replace("<bdi>", "").replace("</bdi>", "")
+        )
         assert "clock_convert_time" in page and "(MCP server clock)" in page
     finally:
         server.stop()
