@@ -560,8 +560,9 @@ _LONG = ("It is sunny in Paris today, take `sunglasses` (about 18°C) <b>or</b> 
         ('```json\n{"name": "Ann"}\n```\n' + _LONG, '```json\n{"name": "Ann"}\n```\n' + _LONG.strip()),
         ("The smiley :-{ means sad. " + _LONG, "The smiley :-"),  # held from the brace that may open a call
         ("Here it is:\n```python\n" + _LONG, "Here it is:"),  # held until the fence closes
+        ('\n{"skill": "notes", "args": {"tags": [' + '"milk", ' * 3_000, None),  # a call: never shown
     ],
-    ids=["prose", "reply-object", "reasoning-then-prose", "json-then-prose", "unclosed-brace", "open-fence"],
+    ids=["prose", "reply-object", "reasoning-then-prose", "json-then-prose", "unclosed-brace", "open-fence", "call"],
 )
 def test_stream_guard_work_grows_with_the_answer_not_its_square(text, shown):
     """Fed at every delta the whole text so far, the guard searches only what each delta added (and a marker's

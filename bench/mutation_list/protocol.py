@@ -153,6 +153,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_protocol.py",),
     ),
     Mutation(
+        "stream-open-bracket-after-space-walked-again",
+        f"{BOT}/protocol/lenient_json.py",
+        "walked = OpenWalk() if walk is not None and budget.steps < _Budget.steps else walk",
+        "walked = OpenWalk() if walk is not None and i != start else walk",
+        "a call's JSON after a line end is walked again from its brace at every delta: CPU grows with its square",
+        ("test_protocol.py",),
+    ),
+    Mutation(
         "stream-open-fence-searched-again",
         f"{BOT}/protocol/lenient_json.py",
         "    searched = walk.at if walk is not None and walk.start == i else 0\n",

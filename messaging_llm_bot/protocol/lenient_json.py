@@ -381,9 +381,8 @@ def _fence_end(text: str, i: int, walk: OpenWalk | None) -> int | None:
 
 
 def open_region(text: str, start: int = 0, walk: OpenWalk | None = None) -> int | None:
-    """Index where an unresolved structure (bracket, fence, tag, partial marker) starts, else None. ``walk``: a
-    bracket or fence at ``start`` that was open in a shorter text is checked on from where that check stopped (a
-    stream)."""
+    """Index where an unresolved structure (bracket, fence, tag, partial marker) starts, else None. ``walk``: the
+    bracket or fence that was open in a shorter text (a stream) is checked on from where that check stopped."""
     i, n, budget = start, len(text), _Budget()
     while i < n:
         m = _INTERESTING_RE.search(text, i)
@@ -394,7 +393,7 @@ def open_region(text: str, start: int = 0, walk: OpenWalk | None = None) -> int 
         if n - i <= 16 and any(mk.startswith(head) for mk in _PARTIAL_MARKERS):
             return i  # the text ends in what may become a fence or tag
         if head.startswith("```"):
-            fence_end = _fence_end(text, i, walk if i == start else None)
+            fence_end = _fence_end(text, i, walk)
             if fence_end is None:
                 return i
             i = fence_end
@@ -407,7 +406,12 @@ def open_region(text: str, start: int = 0, walk: OpenWalk | None = None) -> int 
             i = close.end()
             continue
         if text[i] in "{[":
-            status, end = _match_end(text, i, budget, walk if i == start else None)
+            # a walk kept goes on only with the budget it had (none spent yet on structures before it); another
+            # is a fresh one, its search counted all the same
+            walked = OpenWalk() if walk is not None and budget.steps < _Budget.steps else walk
+            status, end = _match_end(text, i, budget, walked)
+            if walk is not None and walked is not None and walked is not walk:
+                walk.scanned += walked.scanned
             if status == "open":
                 return i
             if status == "ok":
