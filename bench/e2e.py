@@ -124,8 +124,11 @@ def answer_text(chat: int, n: int) -> str:
 class Setup:
     """The two fakes for a whole run; bots come and go (one per configuration)."""
 
-    def __init__(self, base: Path, settle: float = 1.0) -> None:
+    def __init__(self, base: Path, settle: float = 1.0, notes: int = 0) -> None:
         self.base = base
+        #: Notes in each bot's workspace before it starts: the owner's hand-edited files, which recall's refresh
+        #: stats before every turn (an empty workspace has none).
+        self.notes = notes
         #: Seconds left to a new bot's post-init calls and first long poll, and to the rate budget after a
         #: burst; 0 in --quick (a smoke test's figures are not read; the warm-up turns still wait for the bot).
         self.settle = settle
@@ -168,6 +171,7 @@ class Setup:
                 "stream": stream,
                 "allowed_user_ids": list(range(1, 101)),
             }
+            write_notes(folder / "ws", self.notes)
             cmd = module_command(
                 "messaging_llm_bot",
                 "--config",
@@ -273,12 +277,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=None, help="sequential turns per mode (default 100)")
     parser.add_argument("--runs", type=int, default=None, help="bursts per row, median reported (default 3)")
     parser.add_argument("--single", action="store_true", help="only the single-turn rows (no bursts)")
+    parser.add_argument(
+        "--notes", type=int, default=0, help="notes in the bot's workspace, in 20 folders (default 0: empty)"
+    )
     args = parser.parse_args(argv)
     end_children_when_killed()
     turns = args.turns or (5 if args.quick else 100)
     runs = args.runs or (1 if args.quick else 3)
     base = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
-    setup = Setup(base, settle=0.0 if args.quick else 1.0)
+    setup = Setup(base, settle=0.0 if args.quick else 1.0, notes=args.notes)
     rows: list[list[str]] = []
     calls_per_reply: dict[str, str] = {}
     cpu: dict[str, float] = {}  # the bot's own CPU per sequential turn (seconds), by mode
@@ -378,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
         "rate limit (the bot's limiter does)"
     )
     print(
-        f"bot: python -m messaging_llm_bot (Telegram, long polling, memory recall on, empty workspace) as a "
+        f"bot: python -m messaging_llm_bot (Telegram, long polling, memory recall on, "
+        f"{f'{args.notes} notes in its workspace' if args.notes else 'empty workspace'}) as a "
         f"subprocess; {turns} sequential turns per mode after 2 warm-up turns; bursts: median of {runs}"
     )
     print(table(["figure", "value", "ideal", "ratio", "target"], rows))
@@ -389,6 +397,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     print("Bot API calls per reply (besides getUpdates): " + "; ".join(f"{k}: {v}" for k, v in calls_per_reply.items()))
     return 0
+
+
+def write_notes(workspace: Path, count: int) -> None:
+    """``count`` short notes under ``workspace``/notes/, in 20 folders (a workspace the owner has written in)."""
+    for i in range(count):
+        folder = workspace / "notes" / f"topic{i % 20}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"note{i}.md").write_text(f"# Note {i}\n\nWhat was said about item {i}.\n", encoding="utf-8")
 
 
 def _chunks(content: str) -> list[str]:

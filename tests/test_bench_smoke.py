@@ -30,7 +30,7 @@ from prefix_stability import common_prefix  # noqa: E402
 pytestmark = pytest.mark.timeout(300)
 
 
-def bench(name: str) -> subprocess.CompletedProcess:
+def bench(name: str, *args: str) -> subprocess.CompletedProcess:
     """``bench/<name>.py --quick``, its smallest size, finished (each test runs its own script: a test
     stays within the per-test bound, and a failure names its script). The script is a process of its own,
     forked by the worker's zygote (``python -m bench.<name>``: tests/preload.py) without an interpreter's
@@ -39,7 +39,7 @@ def bench(name: str) -> subprocess.CompletedProcess:
     whose start it measures, are real starts."""
     launcher = preload.command_line([sys.executable, "-m", "module"])[:-1]
     return preload.run(
-        [sys.executable, "-m", f"bench.{name}", "--quick"],
+        [sys.executable, "-m", f"bench.{name}", "--quick", *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), LAUNCHER_ENV: json.dumps(launcher)},
         stdin=subprocess.DEVNULL,
@@ -164,7 +164,8 @@ def test_year_times_every_path_on_both_workspaces():
     "(25-55 s as the machine's load goes)"
 )
 def test_e2e_prints_every_row_with_ideal_and_ratio():
-    out = check_ok(bench("e2e"))
+    out = check_ok(bench("e2e", "--notes", "3"))
+    assert "memory recall on, 3 notes in its workspace)" in out
     header, rows = table_rows(out, "figure")
     assert header == ["figure", "value", "ideal", "ratio", "target"]
     names = [r[0] for r in rows]
@@ -178,6 +179,25 @@ def test_e2e_prints_every_row_with_ideal_and_ratio():
     )
     # The line is there; its figures are the started process's (here the tests' launcher, not the bot).
     assert cpu and float(cpu.group(2)) >= 0
+
+
+def test_e2e_notes_are_the_owners_notes_that_recalls_refresh_walks(tmp_path):
+    """``bench/e2e.py --notes N``: N notes the memory index takes as the owner's (``notes``), which recall's
+    refresh before every turn stats, in a workspace the bot then opens."""
+    from e2e import write_notes
+
+    from assistant_framework.memory import MemoryService
+    from assistant_framework.workspace import Workspace
+
+    write_notes(tmp_path / "ws", 25)
+    svc = MemoryService(Workspace(tmp_path / "ws"), {}, start_worker=False)
+    try:
+        svc.refresh()
+        rows = svc.index.query("SELECT source, count(*) FROM files GROUP BY source")
+        assert rows == [("notes", 25)]
+        assert [h.path for h in svc.search("item 7", limit=1)] == ["notes/topic7/note7.md"]
+    finally:
+        svc.close()
 
 
 def test_prompt_size_lists_sections_and_skills():
