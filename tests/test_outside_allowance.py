@@ -247,8 +247,12 @@ def test_a_turn_with_recalled_outside_content_keeps_only_its_reply_marked(fake, 
         chat_server.enqueue('{"reply": "The feed mentions a cleanup."}')
         fake.send_message("anything about the zeppelin cleanup?")
         fake.wait_for(lambda: any("mentions a cleanup" in t for t in texts(fake)), timeout=20)
-        [folder] = [rel for rel in workspace.list("conversations/*/history.json")]
-        stored = workspace.read_json(folder)
+
+        def kept() -> list[dict]:  # written beside the reply's send (agent/keeping.py)
+            return [m for rel in workspace.list("conversations/*/history.json") for m in workspace.read_json(rel)]
+
+        fake.wait_for(lambda: len(kept()) == 2, timeout=20)
+        stored = kept()
         assert [(m.get("untrusted"), m.get("derived")) for m in stored] == [(None, None), (None, True)]
 
         chat_server.enqueue(_fetch(site), '{"reply": "Not fetched."}')
