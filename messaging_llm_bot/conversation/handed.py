@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
 
 log = logging.getLogger(__name__)
 
-#: How long a turn's writes wait for its reply's send to be under way (a busy loop: they go on anyway).
+#: How long a turn's writes wait for its reply's first part to be out (a slow platform: they go on anyway).
 SEND_FIRST_SECONDS = 0.05
 
 
@@ -37,11 +37,10 @@ class Handed:
         self._note_kept = note_kept  # notes in the item's ledger that the writes were made (from the turn's thread)
         self.keeping: JsonObject | None = None  # the record of the writes, once the answer was handed on
         self.turn: asyncio.Future[TurnResult] | None = None  # the turn making them
-        self._sending = threading.Event()  # the reply's send is under way: the writes may take the GIL now
+        self._sending = threading.Event()  # the reply's first part is out: the writes may take the GIL now
 
     def sending(self) -> None:
-        """The reply is recorded and its send under way (the event loop waits for the platform): the turn's thread
-        goes on to its writes. Called from the loop's next pass after the reply was recorded."""
+        """The reply's first part is out (or the reply is finished): the turn's thread goes on to its writes."""
         self._sending.set()
 
     async def take(self, run: Callable[[AnswerCallback], Awaitable[TurnResult]]) -> TurnResult | str:
@@ -53,7 +52,7 @@ class Handed:
         def on_answer(text: str, keeping: JsonObject) -> None:  # in the turn's thread
             loop.call_soon_threadsafe(_settle, told, (text, keeping))
             # Python runs one thread at a time: the writes would take the interpreter from the loop recording and
-            # sending the reply. They wait for the send to be under way, a bounded moment.
+            # sending the reply. They wait for its first part to be out, a bounded moment.
             self._sending.wait(SEND_FIRST_SECONDS)
 
         task = asyncio.ensure_future(run(on_answer))

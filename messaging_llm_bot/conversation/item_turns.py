@@ -85,6 +85,14 @@ class ItemTurns(ChannelTurns):
         super().__init__(runtime, inbox, channel)
         #: The turns still keeping their exchange after their answer was handed on, by item (``finish`` waits).
         self._keeping: dict[str, asyncio.Future[TurnResult]] = {}
+        #: Those whose writes wait for the reply's first part to be out (``part_out``; ``finish`` at the latest).
+        self._sending: dict[str, Handed] = {}
+
+    def part_out(self, item_id: str, index: int) -> None:
+        """Part ``index`` of the item's reply is out: a turn writing its exchange may take the interpreter now."""
+        handed = self._sending.pop(item_id, None)
+        if handed is not None:
+            handed.sending()
 
     async def answer(self, item: InboxItem) -> None:
         """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
@@ -174,8 +182,7 @@ class ItemTurns(ChannelTurns):
             log.warning("%s: could not record the reply of %s: %s", self.channel, item.item_id, err)
         if handed.turn is not None:  # still writing the exchange: the item is completed once it is kept
             self._keeping[item.item_id] = handed.turn
-        # The writes go on once the send below is under way (this task waits for the platform then).
-        asyncio.get_running_loop().call_soon(handed.sending)
+            self._sending[item.item_id] = handed  # its writes go on once the reply's first part is out
         return reply, merged, later
 
     async def finish(
@@ -186,6 +193,7 @@ class ItemTurns(ChannelTurns):
         ledger): the completion runs beside the chat's next turn instead of before it; a crash before it
         ends leaves a reply whose parts are all out, which the next start completes sending nothing."""
         ids = [*merged, item.item_id]
+        self.part_out(item.item_id, -1)  # a reply that went out without a recorded part (the web chat's)
         turn = self._keeping.pop(item.item_id, None)
         if beside_next:
             # A running turn from now on (the shutdown waits for it), which keeps a reference too.
