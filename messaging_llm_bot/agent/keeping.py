@@ -48,6 +48,7 @@ class KeptTurn:
     log_ids: list[str]  # the memory log's lines of the turn so far (the facts are taken from them)
     facts: bool  # facts may be taken from the exchange
     guarded: bool  # facts taken are stored marked
+    noted: bool = False  # the session list has the message already (``TurnKeeper.note_session``)
 
     def to_json(self) -> JsonObject:
         return asdict(self)
@@ -119,12 +120,17 @@ class TurnKeeper:
             self._log(log_ids, kept, "user", text, kept.user_meta)
         # A reply written with outside content in view may restate it: logged (and extracted) as outside.
         self._log(log_ids, kept, "assistant", kept.reply, kept.reply_meta)
-        try:
-            self.sessions.touch(kept.place, kept.conversation_id, when, kept.text)
-        except OSError as err:  # costs only the listing (/sessions)
-            log.warning("could not note the message in the session list of %r: %s", kept.place, err)
+        if not kept.noted:
+            self.note_session(kept)
         if kept.facts:
             self.memory.take_facts(kept.conversation_id, kept.text, kept.reply, log_ids, kept.guarded)
+
+    def note_session(self, kept: KeptTurn) -> None:
+        """Note the answered message in the session list (/sessions); a failed write costs only the listing."""
+        try:
+            self.sessions.touch(kept.place, kept.conversation_id, datetime.fromisoformat(kept.when), kept.text)
+        except OSError as err:
+            log.warning("could not note the message in the session list of %r: %s", kept.place, err)
 
     def _in_history(self, conversation_id: str, user_text: str, reply: str, when: datetime) -> bool:
         stamp = when.isoformat(timespec="seconds")

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -277,10 +278,13 @@ class Agent(SessionCalls):
                 with self._conversations.running(place, turn.stop), self._steering(place, steer):
                     reply, ok, kept = self._transaction(turn, message, context, emit)
                 if kept is not None and message.on_answer is not None:
+                    # The session list first (in memory; its file is written in the background): a /sessions right
+                    # after the reply lists this message, as it does not wait for the turn's lock.
+                    self.keeper.note_session(kept)
                     handed = self._result(turn, started, reply, ok)
                     self._hand_on(message.on_answer, handed, kept, emit)
                     # Still under the lock: the chat's next turn reads this exchange in the history.
-                    handed.kept = self._keep_after_answer(turn, kept, message.on_kept)
+                    handed.kept = self._keep_after_answer(turn, replace(kept, noted=True), message.on_kept)
                 elif kept is not None:
                     self.keeper.keep(kept)  # raises: the turn failed, as when the answer failed
         except Exception as exc:  # the last line of defence: the user gets a sentence, the log the traceback
