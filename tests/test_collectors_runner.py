@@ -354,6 +354,46 @@ def test_start_and_stop_run_in_background(ws, plugins):
     assert load_state(ws, "writer").outcome == "ok"
 
 
+def test_a_stop_while_the_runner_is_starting_waits_for_it_and_a_stopped_runner_stays_stopped(ws, plugins, monkeypatch):
+    """A /reload right after the bot started stops the collector runner while its start is under way (two threads):
+    the stop failed with "cannot join thread before it is started", so /reload answered nothing. The stop now
+    waits for the start and ends the loop; a start after a stop does nothing (a replaced runner never runs)."""
+    import assistant_framework.collectors.runner as runner_module
+
+    entered, go = threading.Event(), threading.Event()
+    real_thread = threading.Thread  # the test's own threads start at once
+
+    class SlowStart(real_thread):
+        def start(self) -> None:  # the moment between the thread made and the thread started
+            entered.set()
+            go.wait(10)
+            super().start()
+
+    monkeypatch.setattr(runner_module.threading, "Thread", SlowStart)
+    runner = CollectorRunner(manager_for(plugins, ws, {"writer": {"enabled": False}}), ws)
+    starting = real_thread(target=runner.start)
+    starting.start()
+    assert entered.wait(10)
+    failed: list[BaseException] = []
+
+    def stop() -> None:
+        try:
+            runner.stop(timeout=5)
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            failed.append(exc)
+
+    stopping = real_thread(target=stop)
+    stopping.start()
+    stopping.join(0.5)  # the old stop failed at once here; the new one waits for the start
+    go.set()
+    starting.join(10)
+    stopping.join(10)
+    assert failed == [] and not stopping.is_alive()
+    assert runner._loop_thread is not None and not runner._loop_thread.is_alive()
+    runner.start()  # stopped for good
+    assert not runner._loop_thread.is_alive()
+
+
 def test_the_run_log_is_cut_to_its_newest_runs_past_its_size(ws, plugins):
     """A collector every 10 minutes wrote 11 MB of runs.jsonl a year, kept whole: past its size the log is cut to
     its newest runs (the new one last), so it stays bounded."""

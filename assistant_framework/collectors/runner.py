@@ -101,6 +101,10 @@ class CollectorRunner:
         self._supervisors: list[threading.Thread] = []
         self._stop = threading.Event()
         self._loop_thread: threading.Thread | None = None
+        # ``start`` and ``stop`` may come from two threads at once (the bot starting its background work while a
+        # /reload replaces this runner): a stop that came first leaves the runner stopped for good.
+        self._lifecycle = threading.Lock()
+        self._closed = False
 
     # -- one run -----------------------------------------------------------
 
@@ -435,19 +439,24 @@ class CollectorRunner:
                 self._stop.wait(left if slice_seconds is None else min(left, slice_seconds))
 
     def start(self) -> None:
-        """Run the scheduler in a background thread (for the bot process)."""
-        if self._loop_thread is not None and self._loop_thread.is_alive():
-            return
-        self._stop.clear()
-        self._loop_thread = threading.Thread(target=self._loop, name="collector-runner", daemon=True)
-        self._loop_thread.start()
+        """Run the scheduler in a background thread (for the bot process); nothing once ``stop`` was called."""
+        with self._lifecycle:
+            if self._closed or (self._loop_thread is not None and self._loop_thread.is_alive()):
+                return
+            self._stop.clear()
+            thread = threading.Thread(target=self._loop, name="collector-runner", daemon=True)
+            thread.start()
+            self._loop_thread = thread  # only a started thread: a stop joins it
 
     def stop(self, timeout: float = 5) -> None:
-        """Stop scheduling and wait up to ``timeout`` seconds for running collectors."""
-        self._stop.set()
+        """Stop scheduling for good and wait up to ``timeout`` seconds for running collectors."""
+        with self._lifecycle:
+            self._closed = True
+            self._stop.set()
+            thread = self._loop_thread
         deadline = time.monotonic() + timeout
-        if self._loop_thread is not None:
-            self._loop_thread.join(max(0.0, deadline - time.monotonic()))
+        if thread is not None:
+            thread.join(max(0.0, deadline - time.monotonic()))
         self.join(max(0.0, deadline - time.monotonic()))
 
     def run_forever(self) -> None:

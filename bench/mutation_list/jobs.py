@@ -355,6 +355,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_collectors_runner.py",),
     ),
     Mutation(
+        "collector-runner-starts-after-stop",
+        f"{AF}/collectors/runner.py",
+        "            if self._closed or (self._loop_thread is not None and self._loop_thread.is_alive()):",
+        "            if self._loop_thread is not None and self._loop_thread.is_alive():",
+        "a collector runner a /reload replaced while the bot was starting runs anyway: two runners, each collector "
+        "run twice",
+        ("test_collectors_runner.py",),
+    ),
+    Mutation(
         "collector-run-lock-shared",
         f"{AF}/collectors/runlock.py",
         "        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
