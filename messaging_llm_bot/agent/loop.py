@@ -282,6 +282,9 @@ class Agent(SessionCalls):
                     # after the reply lists this message, as it does not wait for the turn's lock.
                     self.keeper.note_session(kept)
                     handed = self._result(turn, started, reply, ok)
+                    # Queued before the reply goes out, as a turn that keeps first queues it before it returns: a
+                    # /stats right after the reply reads its usage (the reads wait for queued traces).
+                    self._write_trace(turn, handed)
                     self._hand_on(message.on_answer, handed, kept, emit)
                     # Still under the lock: the chat's next turn reads this exchange in the history.
                     handed.kept = self._keep_after_answer(turn, replace(kept, noted=True), message.on_kept)
@@ -292,7 +295,7 @@ class Agent(SessionCalls):
             turn.error = f"{type(exc).__name__}: {exc}"
             reply, ok = FAILED_TURN_REPLY, False
         if handed is not None:
-            return self._after(turn, handed, emit, told=True)
+            return self._after(turn, handed, emit, told=True)  # told and traced
         return self._after(turn, self._result(turn, started, reply, ok), emit)
 
     @staticmethod
@@ -341,8 +344,9 @@ class Agent(SessionCalls):
 
     def _after(self, turn: TurnRecord, result: TurnResult, emit: Emit, *, told: bool = False) -> TurnResult:
         """After the lock: the trace, the files the skills changed indexed, the turn's end told (``told``: the
-        answer was told already)."""
-        self._write_trace(turn, result)
+        answer was handed on, its trace queued then)."""
+        if not told:  # a handed-on turn queued its trace before the reply went out
+            self._write_trace(turn, result)
         self._turn_memory.index_saved(turn)
         self._turn_memory.signal(started=False)
         self.compactor.turn_finished()
