@@ -98,6 +98,9 @@ def test_moved_to_a_new_machine_the_bot_recalls_what_it_knew_and_sends_nothing_t
         fake.wait_for(lambda: len(sent_texts(fake, OWNER)) == 4, timeout=30)
         fake.send_photo(OWNER, b"\xff\xd8\xff\xe0 not much of a photo", caption="my cat")
         fake.wait_for(lambda: len(sent_texts(fake, OWNER)) == 5, timeout=30)
+        # The answered messages are completed once their exchange is kept, beside the reply's send
+        # (conversation/handed.py): the one the machine dies on is then the only one left.
+        fake.wait_for(lambda: Inbox(old).pending() == [], timeout=30)
         asked = len(chat_server.chat_requests)
         chat_server.enqueue({"content": json.dumps({"reply": "never sent: the machine died"}), "delay": 60})
         fake.send_message("what is on today?", user_id=OWNER)
