@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from assistant_framework.json_types import JsonObject
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from messaging_llm_bot.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: How long a turn's writes wait for its reply's first part to be out (a slow platform: they go on anyway).
 SEND_FIRST_SECONDS = 0.05
@@ -37,6 +38,10 @@ class Handed:
         self._note_kept = note_kept  # notes in the item's ledger that the writes were made (from the turn's thread)
         self.keeping: JsonObject | None = None  # the record of the writes, once the answer was handed on
         self.turn: asyncio.Future[TurnResult] | None = None  # the turn making them
+        #: Whether they were made, as soon as the turn's thread knows (before the turn's trace and upkeep end).
+        self.kept: asyncio.Future[bool] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._kept: asyncio.Future[bool] | None = None
         self._sending = threading.Event()  # the reply's first part is out: the writes may take the GIL now
 
     def sending(self) -> None:
@@ -46,8 +51,10 @@ class Handed:
     async def take(self, run: Callable[[AnswerCallback], Awaitable[TurnResult]]) -> TurnResult | str:
         """Run the turn (``run`` with the callback the agent hands its answer to); the answer's text as soon as the
         agent hands it on, else (a turn that failed or was stopped: nothing handed on) the turn's result."""
-        loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         told: asyncio.Future[tuple[str, JsonObject]] = loop.create_future()
+        kept: asyncio.Future[bool] = loop.create_future()
+        self._kept = kept  # the turn's thread may note its writes before this task takes the answer
 
         def on_answer(text: str, keeping: JsonObject) -> None:  # in the turn's thread
             loop.call_soon_threadsafe(_settle, told, (text, keeping))
@@ -64,16 +71,21 @@ class Handed:
         if not told.done():
             return task.result()
         text, self.keeping = told.result()
-        self.turn = task
-        task.add_done_callback(_retrieved)  # awaited by the completion; a stop may leave it unawaited
+        self.turn, self.kept = task, kept
+        task.add_done_callback(_retrieved)  # a stop may leave it unawaited
+        task.add_done_callback(lambda _task: _settle(kept, False))  # ended without noting its writes: not made
         return text
 
     def noted(self) -> None:
-        """The turn's writes were made (in the turn's thread, at once): noted in the item's ledger."""
+        """The turn's writes were made (in the turn's thread, at once): noted in the item's ledger, and told to the
+        loop, which completes the item without waiting for the rest of the turn."""
         try:
             self._note_kept()
         except (OSError, KeyError) as err:  # the next start makes the writes again from the record
             log.warning("could not note that a turn's exchange was kept: %s", err)
+            return
+        if self._loop is not None and self._kept is not None:
+            self._loop.call_soon_threadsafe(_settle, self._kept, True)
 
 
 #: The item whose turn runs in this task (``ItemTurns.make_reply``); None: a turn with no item to record in.
@@ -90,7 +102,7 @@ def handing(handed: Handed) -> Iterator[Handed]:
         HANDED.reset(token)
 
 
-def _settle(future: asyncio.Future[tuple[str, JsonObject]], value: tuple[str, JsonObject]) -> None:
+def _settle(future: asyncio.Future[T], value: T) -> None:
     if not future.done():
         future.set_result(value)
 

@@ -17,7 +17,6 @@ import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from assistant_framework.background import FOREGROUND
 from assistant_framework.inbox import Inbox, InboxItem
@@ -31,9 +30,6 @@ from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.routes import configured_owner, is_owner_conversation
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns
-
-if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    from messaging_llm_bot.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +80,7 @@ class ItemTurns(ChannelTurns):
     def __init__(self, runtime: Runtime, inbox: Inbox, channel: str) -> None:
         super().__init__(runtime, inbox, channel)
         #: The turns still keeping their exchange after their answer was handed on, by item (``finish`` waits).
-        self._keeping: dict[str, asyncio.Future[TurnResult]] = {}
+        self._keeping: dict[str, asyncio.Future[bool]] = {}
         #: Those whose writes wait for the reply's first part to be out (``part_out``; ``finish`` at the latest).
         self._sending: dict[str, Handed] = {}
 
@@ -180,8 +176,8 @@ class ItemTurns(ChannelTurns):
             self.inbox.record_reply(item.item_id, reply, merged, None if failed else handed.keeping)
         except OSError as err:
             log.warning("%s: could not record the reply of %s: %s", self.channel, item.item_id, err)
-        if handed.turn is not None:  # still writing the exchange: the item is completed once it is kept
-            self._keeping[item.item_id] = handed.turn
+        if handed.kept is not None:  # still writing the exchange: the item is completed once it is kept
+            self._keeping[item.item_id] = handed.kept
             self._sending[item.item_id] = handed  # its writes go on once the reply's first part is out
         return reply, merged, later
 
@@ -203,7 +199,7 @@ class ItemTurns(ChannelTurns):
         for other in later:
             await self.answer_message(other)
 
-    async def _complete(self, ids: list[str], item: InboxItem, turn: asyncio.Future[TurnResult] | None) -> None:
+    async def _complete(self, ids: list[str], item: InboxItem, turn: asyncio.Future[bool] | None) -> None:
         """Complete the items once the turn's exchange is kept (conversation/handed.py); else they stay, and the
         next start keeps it from the ledger's record and completes them, sending nothing."""
         if not await self._kept(item, turn):
@@ -211,12 +207,9 @@ class ItemTurns(ChannelTurns):
         for one in ids:  # two unlinks each, in the event loop (``record_reply`` says why)
             self.inbox.complete(one)
 
-    async def _kept(self, item: InboxItem, turn: asyncio.Future[TurnResult] | None) -> bool:
-        if turn is not None:  # this run's turn, writing after its answer was handed on
-            try:
-                return (await turn).kept is not False
-            except Exception:  # noqa: BLE001 - logged by the turn's callback; the next start keeps it
-                return False
+    async def _kept(self, item: InboxItem, turn: asyncio.Future[bool] | None) -> bool:
+        if turn is not None:  # this run's turn, writing after its answer was handed on: whether it made them
+            return await turn
         if item.keeping is None or item.kept:
             return True
         # A replay: the last run's turn was cut off after its answer was sent, before its exchange was kept.
@@ -238,7 +231,7 @@ class ItemTurns(ChannelTurns):
         log.info("%s: kept the exchange of %s, whose turn was cut off after its reply", self.channel, item.item_id)
         return True
 
-    async def _complete_beside(self, ids: list[str], item: InboxItem, turn: asyncio.Future[TurnResult] | None) -> None:
+    async def _complete_beside(self, ids: list[str], item: InboxItem, turn: asyncio.Future[bool] | None) -> None:
         """``_complete`` as a task of its own."""
         try:
             await self._complete(ids, item, turn)
