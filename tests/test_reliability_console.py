@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -14,23 +13,13 @@ import pytest
 from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
 from tests import preload
-from tests.console_harness import run_bot, write_config
+from tests.console_harness import console_argv, run_bot, write_config
 from tests.crash_bot import REPO, echo_reply
 
 
 def start_console(config, workspace) -> subprocess.Popen:
     return preload.popen(
-        [
-            sys.executable,
-            "-m",
-            "messaging_llm_bot",
-            "--frontend",
-            "console",
-            "--config",
-            str(config),
-            "--workspace",
-            str(workspace),
-        ],
+        console_argv(config, workspace),
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
