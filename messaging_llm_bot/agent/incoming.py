@@ -51,7 +51,7 @@ class AgentMessage:
     # None: this turn has no chat to send to.
     send_file: FileSender | None = None
     # Hand the answer on before the turn writes its history and memory log (``AnswerCallback``); the caller keeps
-    # the record of those writes until ``TurnResult.kept`` says they were made (agent/keeping.py). None: the turn
+    # the record of those writes until ``on_kept`` says they were made (agent/keeping.py). None: the turn
     # makes them before it returns.
     on_answer: AnswerCallback | None = None
     on_kept: Callable[[], None] | None = None  # told (in the turn's thread) once a handed-on answer's writes are made

@@ -287,7 +287,7 @@ class Agent(SessionCalls):
                     self._write_trace(turn, handed)
                     self._hand_on(message.on_answer, handed, kept, emit)
                     # Still under the lock: the chat's next turn reads this exchange in the history.
-                    handed.kept = self._keep_after_answer(turn, replace(kept, noted=True), message.on_kept)
+                    self._keep_after_answer(turn, replace(kept, noted=True), message.on_kept)
                 elif kept is not None:
                     self.keeper.keep(kept)  # raises: the turn failed, as when the answer failed
         except Exception as exc:  # the last line of defence: the user gets a sentence, the log the traceback
@@ -307,21 +307,20 @@ class Agent(SessionCalls):
         except Exception:  # the caller's failure: it still gets the answer when the turn returns
             log.exception("turn %s: handing on its answer failed", result.trace_id)
 
-    def _keep_after_answer(self, turn: TurnRecord, kept: KeptTurn, on_kept: Callable[[], None] | None) -> bool:
+    def _keep_after_answer(self, turn: TurnRecord, kept: KeptTurn, on_kept: Callable[[], None] | None) -> None:
         """The writes of a turn whose answer was handed on (``AgentMessage.on_answer``), ``on_kept`` told at once
-        after them; False when they failed: the channel's record of them makes them at the next start."""
+        after them (not when they failed: the channel's record of them makes them at the next start)."""
         try:
             self.keeper.keep(kept)
         except Exception as exc:  # the answer is out; the record is kept for the next start
             log.exception("turn %s of conversation %r: its exchange was not kept", turn.trace_id, turn.conversation_id)
             turn.error = f"the exchange was not kept: {type(exc).__name__}: {exc}"
-            return False
+            return
         if on_kept is not None:
             try:
                 on_kept()
             except Exception:  # the caller's: at worst the next start makes the writes again (keeping.py)
                 log.exception("turn %s: noting its kept exchange failed", turn.trace_id)
-        return True
 
     def _result(self, turn: TurnRecord, started: float, reply: str, ok: bool) -> TurnResult:
         elapsed = time.monotonic() - started

@@ -108,9 +108,6 @@ class TurnResult:
     trace_id: str | None = None
     footer: str | None = None
     stopped: bool = False  # the owner stopped the turn (/stop, Ctrl-C) before it finished
-    #: The answer was handed on before the turn's writes (``AgentMessage.on_answer``): whether they were made
-    #: (False: the caller's record of them makes them at the next start); None: made before the turn returned.
-    kept: bool | None = None
 
 
 @dataclass

@@ -37,12 +37,15 @@ class Handed:
     def __init__(self, note_kept: Callable[[], None]) -> None:
         self._note_kept = note_kept  # notes in the item's ledger that the writes were made (from the turn's thread)
         self.keeping: JsonObject | None = None  # the record of the writes, once the answer was handed on
-        self.turn: asyncio.Future[TurnResult] | None = None  # the turn making them
-        #: Whether they were made, as soon as the turn's thread knows (before the turn's trace and upkeep end).
-        self.kept: asyncio.Future[bool] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._kept: asyncio.Future[bool] | None = None
         self._sending = threading.Event()  # the reply's first part is out: the writes may take the GIL now
+
+    @property
+    def kept(self) -> asyncio.Future[bool] | None:
+        """Once the answer was handed on: whether its writes were made, as soon as the turn's thread knows (before
+        the turn's trace and upkeep end); None: nothing was handed on."""
+        return self._kept if self.keeping is not None else None
 
     def sending(self) -> None:
         """The reply's first part is out (or the reply is finished): the turn's thread goes on to its writes."""
@@ -71,7 +74,6 @@ class Handed:
         if not told.done():
             return task.result()
         text, self.keeping = told.result()
-        self.turn, self.kept = task, kept
         task.add_done_callback(_retrieved)  # a stop may leave it unawaited
         task.add_done_callback(lambda _task: _settle(kept, False))  # ended without noting its writes: not made
         return text

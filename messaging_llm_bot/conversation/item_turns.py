@@ -84,8 +84,8 @@ class ItemTurns(ChannelTurns):
         #: Those whose writes wait for the reply's first part to be out (``part_out``; ``finish`` at the latest).
         self._sending: dict[str, Handed] = {}
 
-    def part_out(self, item_id: str, index: int) -> None:
-        """Part ``index`` of the item's reply is out: a turn writing its exchange may take the interpreter now."""
+    def part_out(self, item_id: str) -> None:
+        """A part of the item's reply is out: a turn writing its exchange may take the interpreter now."""
         handed = self._sending.pop(item_id, None)
         if handed is not None:
             handed.sending()
@@ -189,7 +189,7 @@ class ItemTurns(ChannelTurns):
         ledger): the completion runs beside the chat's next turn instead of before it; a crash before it
         ends leaves a reply whose parts are all out, which the next start completes sending nothing."""
         ids = [*merged, item.item_id]
-        self.part_out(item.item_id, -1)  # a reply that went out without a recorded part (the web chat's)
+        self.part_out(item.item_id)  # a reply that went out without a recorded part (the web chat's)
         turn = self._keeping.pop(item.item_id, None)
         if beside_next:
             # A running turn from now on (the shutdown waits for it), which keeps a reference too.

@@ -263,8 +263,8 @@ class ChannelTurns:
         for index, note in enumerate(notes):
             await send(index, note)
 
-    def part_out(self, item_id: str, index: int) -> None:
-        """Part ``index`` of the item's reply is out (``record_part``); ``ItemTurns`` lets the turn's writes go on."""
+    def part_out(self, item_id: str) -> None:
+        """A part of the item's reply is out (``record_part``); ``ItemTurns`` lets the turn's writes go on."""
 
     async def record_live(self, item_id: str, message_id: int) -> None:
         """Note the live (streamed) message of ``item_id``'s turn: a crash leaves it to be edited, not orphaned."""
@@ -282,6 +282,6 @@ class ChannelTurns:
             # across one (inbox/store.py), and the moment between the send and this record, where a kill would send
             # the part again, stays short (a thread hand-off cost more than the write).
             self.inbox.record_part(item_id, index, message_id)
-            self.part_out(item_id, index)
+            self.part_out(item_id)
         except (OSError, KeyError) as err:  # the part is out; a crash before completion would only resend it
             log.warning("%s: could not record part %d of %s in the ledger: %s", self.channel, index, item_id, err)
