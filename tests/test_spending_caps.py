@@ -18,6 +18,7 @@ from messaging_llm_bot.llm.client import LLMClient, LLMError
 from messaging_llm_bot.llm.slots import background_calls
 from tests.fakes.chat_server import FakeChatServer
 from tests.telegram_harness import texts
+from tests.waiting import wait_until
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -65,8 +66,11 @@ def test_a_capped_runner_hands_over_to_the_next_until_the_next_day(fake, start_b
     fake.send_message("fourth")
     fake.wait_for(lambda: any("A is back" in t for t in texts(fake)))
     assert len(server_b.chat_requests) == 2
-    counts = bot.runtime.workspace.read_json(STATE_FILE)["runners"]["A"]
-    assert counts["day"] == "2026-12-02" and counts["month"] == "2026-12" and counts["month_tokens"] > 20500
+    # The file is written once the reply is out (the ledger's reads count the call before that).
+    counts = fake.wait_for(
+        lambda: (row := bot.runtime.workspace.read_json(STATE_FILE)["runners"]["A"])["day"] == "2026-12-02" and row
+    )
+    assert counts["month"] == "2026-12" and counts["month_tokens"] > 20500
 
 
 def test_a_runner_with_room_for_a_small_call_answers_it_and_hands_a_big_one_to_the_next(
@@ -249,6 +253,59 @@ def test_two_ledgers_on_one_workspace_add_up_as_the_bot_and_a_cli_command_do(wor
     assert workspace.read_json(STATE_FILE)["runners"]["A"]["day_tokens"] == 850
     held = bot.hold(runner, CallTokens(prompt=100, completion=100), background=False)
     assert isinstance(held, CapUse) and held.used == 850  # the bot sees the CLI's calls: 850 + 200 would pass
+
+
+def test_counts_kept_until_the_reply_is_out_are_seen_by_every_check_and_written_once(workspace):
+    """A turn's calls are written to the file after its reply is out (``after_reply``): until then the count is
+    in memory, where this thread's next check and another thread's see it (its hold is dropped in the same step),
+    and a write made meanwhile (another turn's count, a skip) takes it along, once."""
+    from assistant_framework.config.settings import RunnerSettings
+    from assistant_framework.config.settings.fields import read_record
+
+    runner = read_record(
+        RunnerSettings,
+        {"name": "A", "base_url": "http://127.0.0.1:1/v1", "model": "m", "limits": {"daily_tokens": 1000}},
+    )
+    ledger = SpendingLedger(workspace, "Europe/Berlin")
+    seen: list[object] = []
+    with ledger.after_reply():
+        held = ledger.hold(runner, CallTokens(prompt=100, completion=100), background=False)
+        ledger.record(runner, CallTokens(prompt=850, completion=0), hold=held if not isinstance(held, CapUse) else None)
+        assert not workspace.exists(STATE_FILE)  # not written yet
+        assert ledger.used("A")["day_tokens"] == 850
+        other = threading.Thread(
+            target=lambda: seen.append(ledger.hold(runner, CallTokens(prompt=100, completion=100), background=False))
+        )
+        other.start()
+        other.join()
+        assert isinstance(seen[0], CapUse) and seen[0].used == 850 and seen[0].held == 0  # counted, not held too
+        ledger.record(runner, CallTokens(prompt=50, completion=0))  # still in memory: this thread defers
+    assert workspace.read_json(STATE_FILE)["runners"]["A"]["day_tokens"] == 900
+    with ledger.after_reply():
+        ledger.record(runner, CallTokens(prompt=10, completion=0))
+        threading.Thread(target=lambda: ledger.record(runner, CallTokens(prompt=5, completion=0))).start()
+        wait_until(lambda: workspace.read_json(STATE_FILE)["runners"]["A"]["day_tokens"] == 915)
+    assert workspace.read_json(STATE_FILE)["runners"]["A"]["day_tokens"] == 915  # the block's end wrote nothing twice
+
+
+def test_a_turns_second_call_is_checked_with_its_first_calls_count(fake, start_bot, chat_server, server_b):
+    """The turn's first call reached runner A's cap (its count is not in the file until the reply is out): the
+    same turn's next call, after the skill ran, goes to B."""
+
+    def two_runners(config: dict) -> None:
+        config["llm"]["runners"] = _runners(chat_server, server_b, {"daily_tokens": 20000})
+
+    start_bot(config_patch=two_runners, progress=False)
+    first = {
+        "content": '{"skill": "shopping", "args": {}}',
+        "usage": {"prompt_tokens": 19000, "completion_tokens": 1500},
+    }
+    chat_server.enqueue(first, '{"reply": "A again"}')
+    server_b.enqueue('{"reply": "from B"}')
+    fake.send_message("what is on my list?")
+    fake.wait_for(lambda: any("from B" in t for t in texts(fake)))
+    assert len(chat_server.chat_requests) == 1 and len(server_b.chat_requests) == 1
+    assert not any("A again" in t for t in texts(fake))
 
 
 #: ``state/spending.json`` as the ledger wrote it before its rows were typed (``RunnerCounts``): the same old file

@@ -1,5 +1,6 @@
 """The ledger: each runner's counts of the current day and month in ``state/spending.json`` (read and written
-under the file's lock on each call), the holds of calls in flight, and the caps' rows for the views."""
+under the file's lock on each call), the holds of calls in flight, the counts a turn writes after its reply,
+and the caps' rows for the views."""
 
 from __future__ import annotations
 
@@ -31,6 +32,17 @@ class Hold:
     runner: str
     tokens: int
     cost: float
+
+
+@dataclass(frozen=True)
+class _Count:
+    """An answered call's count, kept in memory until the file is written (``SpendingLedger.after_reply``)."""
+
+    runner: RunnerSettings
+    tokens: int
+    cost: float
+    estimated: bool
+    next_runner: str | None
 
 
 class RunnerCounts(TypedDict, total=False):
@@ -107,8 +119,14 @@ class SpendingLedger:
         self.zone = ZoneInfo(timezone)
         self.clock = clock
         self.capped = capped
-        self._lock = threading.RLock()  # the holds, and a check with the hold it takes
+        # The holds and the counts not written yet, and a check with the hold it takes; taken before the file's
+        # lock, so a read never sees a count both in the file and still in memory.
+        self._lock = threading.RLock()
         self._held: list[Hold] = []
+        #: Answered calls counted in memory only (``after_reply``): every read and check here adds them, and the
+        #: next write of the file writes them.
+        self._unwritten: list[_Count] = []
+        self._deferring = threading.local()
         self._warned = False
 
     # -- periods -------------------------------------------------------------
@@ -134,7 +152,17 @@ class SpendingLedger:
 
     # -- counts --------------------------------------------------------------
 
-    def _read(self) -> dict[str, RunnerCounts]:
+    def _read(self, now: datetime | None = None) -> dict[str, RunnerCounts]:
+        """The runners' counts: the file's, and the answered calls not written to it yet."""
+        with self._lock:
+            counts = self._read_file()
+            if self._unwritten:
+                now = now or self.now()
+                for count in self._unwritten:
+                    self._add(counts, count, now)
+            return counts
+
+    def _read_file(self) -> dict[str, RunnerCounts]:
         """The runners' counts as the file holds them (an object per runner; a value edited by hand is taken as
         it is, as the stores take their rows)."""
         try:
@@ -150,12 +178,21 @@ class SpendingLedger:
         return {k: cast(RunnerCounts, v) for k, v in runners.items() if isinstance(v, dict)}
 
     @contextmanager
-    def _changing(self, name: str, now: datetime) -> Iterator[RunnerCounts]:
-        """The runner's row to change, read and written back under the file's lock: the bot and a CLI command
-        (``eval skills``, ``trace replay``) count into the same file."""
-        with self.workspace.lock(STATE_FILE):
-            counts = self._read()
-            row = _fresh(counts.setdefault(name, {}), *self.periods(now))
+    def _changing(self, name: str | None, now: datetime) -> Iterator[RunnerCounts]:
+        """The runner's row to change (``name`` None: none), read and written back under the file's lock with the
+        counts not written yet: the bot and a CLI command (``eval skills``, ``trace replay``) count into the same
+        file. The owner is told of a cap one of those counts reached once the file is written."""
+        told: list[tuple[CapUse, str | None]] = []
+        with self._lock, self.workspace.lock(STATE_FILE):
+            counts = self._read_file()
+            for count in self._unwritten:
+                reached, tell = self._add(counts, count, now)
+                if reached is not None:
+                    log.warning("llm runner %r reached its cap: %s", count.runner.name, reached.describe())
+                    if tell:
+                        told.append((reached, count.next_runner))
+            self._unwritten = []  # written below (a failed write loses them, as it loses a count made now)
+            row = _fresh(counts.setdefault(name, {}), *self.periods(now)) if name is not None else RunnerCounts()
             yield row
             try:
                 self.workspace.write_text(
@@ -163,6 +200,39 @@ class SpendingLedger:
                 )
             except OSError as err:  # the next call counts again from what the file holds
                 log.warning("could not write %s: %s", STATE_FILE, err)
+        for use, next_runner in told:
+            self._tell(use, next_runner)
+
+    def _add(self, counts: dict[str, RunnerCounts], count: _Count, now: datetime) -> tuple[CapUse | None, bool]:
+        """Add ``count`` to its runner's row in ``counts``: the cap it reached, and whether to tell the owner now
+        (marked told in the row)."""
+        row = _fresh(counts.setdefault(count.runner.name, {}), *self.periods(now))
+        for keys in PERIODS:
+            row[keys.tokens] += count.tokens
+            row[keys.cost] = round(row[keys.cost] + count.cost, 6)
+            row[keys.estimated] = bool(row[keys.estimated] or count.estimated)
+        if not count.runner.limits.any:
+            return None, False
+        reached = next((use for use in self._uses(count.runner, row, now, None) if use.reached), None)
+        return reached, reached is not None and self._tell_once(row, reached.cap, now)
+
+    @contextmanager
+    def after_reply(self) -> Iterator[None]:
+        """Within the block, this thread's answered calls are counted in memory, their holds dropped at once
+        (every read and check of this ledger adds them, so caps hold exactly as before); the block's end, or
+        any earlier write, writes them to the file. A turn's reply goes out without waiting for that write."""
+        self._deferring.on = True
+        try:
+            yield
+        finally:
+            self._deferring.on = False
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the counts kept in memory (``after_reply``) to the file."""
+        if self._unwritten:
+            with self._changing(None, self.now()):
+                pass
 
     def _uses(
         self, runner: RunnerSettings, row: RunnerCounts, now: datetime, upcoming: CallTokens | None
@@ -202,13 +272,13 @@ class SpendingLedger:
     def uses(self, runner: RunnerSettings, upcoming: CallTokens | None = None) -> list[CapUse]:
         """Each cap ``runner`` has, with its use in the current period (checked for a call: ``upcoming``)."""
         now = self.now()
-        row = _fresh(self._read().get(runner.name) or {}, *self.periods(now))
+        row = _fresh(self._read(now).get(runner.name) or {}, *self.periods(now))
         return self._uses(runner, row, now, upcoming)
 
     def used(self, runner: str) -> RunnerCounts:
         """The runner's counts of today and this month (``day_tokens``, ``month_cost``, ...)."""
         now = self.now()
-        return _fresh(self._read().get(runner) or {}, *self.periods(now))
+        return _fresh(self._read(now).get(runner) or {}, *self.periods(now))
 
     def blocking(self, runner: RunnerSettings, background: bool, upcoming: CallTokens | None = None) -> CapUse | None:
         """The cap that keeps ``runner`` from being asked now: reached, or passed by the ``upcoming`` call (for
@@ -268,18 +338,16 @@ class SpendingLedger:
             counted = CallTokens(max(1, (estimate.prompt or 0) if estimate else 0), estimate_tokens(answer))
         else:
             counted = reported
-        cost = call_cost(counted, runner)
+        count = _Count(runner, counted.total, call_cost(counted, runner), estimated, next_runner)
+        if getattr(self._deferring, "on", False):
+            with self._lock:  # counted and no longer held in one step
+                self._unwritten.append(count)
+                self._held = [h for h in self._held if h is not hold]
+            return
         now = self.now()
-        reached = None
         try:
             with self._changing(runner.name, now) as row:
-                for keys in PERIODS:
-                    row[keys.tokens] += counted.total
-                    row[keys.cost] = round(row[keys.cost] + cost, 6)
-                    row[keys.estimated] = bool(row[keys.estimated] or estimated)
-                if runner.limits.any:
-                    reached = next((use for use in self._uses(runner, row, now, None) if use.reached), None)
-                tell = reached is not None and self._tell_once(row, reached.cap, now)
+                reached, tell = self._add({runner.name: row}, count, now)
         finally:  # once the count is written: no moment where the call is neither held nor counted
             self.release(hold)
         if reached is None:

@@ -6,6 +6,14 @@ from mutation_list.common import AF, CAPS, INBOX, MCP_SECRETS, MEMORY_JOURNAL, M
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
+        "caps-unwritten-count-unseen",
+        f"{AF}/spending/ledger.py",
+        "            counts = self._read_file()\n            if self._unwritten:",
+        "            counts = self._read_file()\n            if False:",
+        "a turn's count waits for its reply to go out unseen: its next call (and other chats') pass the cap",
+        ("test_spending_caps.py",),
+    ),
+    Mutation(
         "traces-secrets-by-name-only",
         f"{AF}/traces.py",
         "found.update(secret for secret in value_secrets(value, key) if len(secret) >= _MIN_SECRET_LEN)",

@@ -275,17 +275,21 @@ class Agent(SessionCalls):
             with self._conversations.lock(place):
                 turn.now = self.now()
                 turn.conversation_id = context.conversation_id = self.sessions.active(place)
-                with self._conversations.running(place, turn.stop), self._steering(place, steer):
-                    reply, ok, kept = self._transaction(turn, message, context, emit)
-                if kept is not None and message.on_answer is not None:
-                    # The session list first (in memory; its file is written in the background): a /sessions right
-                    # after the reply lists this message, as it does not wait for the turn's lock.
-                    self.keeper.note_session(kept)
-                    handed = self._result(turn, started, reply, ok)
-                    # Queued before the reply goes out, as a turn that keeps first queues it before it returns: a
-                    # /stats right after the reply reads its usage (the reads wait for queued traces).
-                    self._write_trace(turn, handed)
-                    self._hand_on(message.on_answer, handed, kept, emit)
+                # The model calls' counts are written to the spending file once the reply is out (in memory until
+                # then, where every cap check sees them).
+                with self._counts_after_reply():
+                    with self._conversations.running(place, turn.stop), self._steering(place, steer):
+                        reply, ok, kept = self._transaction(turn, message, context, emit)
+                    if kept is not None and message.on_answer is not None:
+                        # The session list first (in memory; its file is written in the background): a /sessions
+                        # right after the reply lists this message, as it does not wait for the turn's lock.
+                        self.keeper.note_session(kept)
+                        handed = self._result(turn, started, reply, ok)
+                        # Queued before the reply goes out, as a turn that keeps first queues it before it returns:
+                        # a /stats right after the reply reads its usage (the reads wait for queued traces).
+                        self._write_trace(turn, handed)
+                        self._hand_on(message.on_answer, handed, kept, emit)
+                if handed is not None and kept is not None:
                     # Still under the lock: the chat's next turn reads this exchange in the history.
                     self._keep_after_answer(turn, replace(kept, noted=True), message.on_kept)
                 elif kept is not None:
@@ -297,6 +301,10 @@ class Agent(SessionCalls):
         if handed is not None:
             return self._after(turn, handed, emit, told=True)  # told and traced
         return self._after(turn, self._result(turn, started, reply, ok), emit)
+
+    def _counts_after_reply(self) -> contextlib.AbstractContextManager[None]:
+        spending = self.llm.spending
+        return spending.after_reply() if spending is not None else contextlib.nullcontext()
 
     @staticmethod
     def _hand_on(on_answer: AnswerCallback, result: TurnResult, kept: KeptTurn, emit: Emit) -> None:

@@ -87,7 +87,10 @@ def count_call(
     if spending is None:
         return
     try:
-        following = next((r.name for r in rest if spending.blocking(r, False) is None), None)
+        # Who answers next is named only when this runner's cap may be reached (each check reads the counts).
+        following = (
+            next((r.name for r in rest if spending.blocking(r, False) is None), None) if runner.limits.any else None
+        )
         usage = completion.usage
         spending.record(
             runner,
