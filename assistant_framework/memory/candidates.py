@@ -33,7 +33,7 @@ class Scope:
     until: datetime | None = None
 
 
-@dataclass
+@dataclass(slots=True)  # two hundred made before every turn's model call
 class Candidate:
     """One index row a search considers, with its stage-1 (``bm25``) and final (``score``) scores."""
 

@@ -91,17 +91,25 @@ def rerank(
     pool: dict[tuple[str, int], Candidate] = {(c.path, c.seq): c for c in candidates}
     for c in extra:
         pool.setdefault((c.path, c.seq), c)
+    # Per row of the pool, before every turn's model call: the settings and lookups are taken once.
+    own_of, segment_of, whole_of = own.get, segment.get, whole.get
+    segment_weight, whole_weight, neighbour_weight = (
+        ranking.segment_weight,
+        ranking.whole_segment_weight,
+        ranking.neighbour_weight,
+    )
     ranked = []
     for key, c in pool.items():
         path, seq = key
-        neighbour = (
-            max(own.get((path, seq - 1), 0.0), own.get((path, seq + 1), 0.0)) if c.source == "conversation" else 0.0
-        )
+        neighbour = 0.0
+        if c.source == "conversation":
+            before, after = own_of((path, seq - 1), 0.0), own_of((path, seq + 1), 0.0)
+            neighbour = after if after > before else before  # max(): the first of equals
         score = (
-            own.get(key, 0.0)
-            + ranking.segment_weight * segment.get(path, 0.0) / seg_top
-            + ranking.whole_segment_weight * whole.get(path, 0.0) / whole_top
-            + ranking.neighbour_weight * neighbour
+            own_of(key, 0.0)
+            + segment_weight * segment_of(path, 0.0) / seg_top
+            + whole_weight * whole_of(path, 0.0) / whole_top
+            + neighbour_weight * neighbour
         )
         if prefer is not None:
             ts = time_to_ts(c.time)
@@ -109,8 +117,12 @@ def rerank(
                 score += ranking.time_weight
         c.score = score
         ranked.append(c)
-    ranked.sort(key=lambda c: (-c.score, c.path, c.seq))
+    ranked.sort(key=_rank_key)
     return ranked
+
+
+def _rank_key(c: Candidate) -> tuple[float, str, int]:
+    return (-c.score, c.path, c.seq)
 
 
 def fuse_semantic(candidates: list[Candidate], similarities: dict[int, float], weight: float) -> None:
