@@ -38,6 +38,7 @@ pytest_plugins = [
     "tests.loopback_only",
     "tests.schedule",
     "tests.rewrite_once",
+    "tests.slow_reader",
 ]
 
 # No garbage collection while the harnesses and the test modules are imported and the tests collected: what

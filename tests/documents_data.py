@@ -99,3 +99,19 @@ def odt_bytes(sentence: str) -> bytes:
         archive.writestr(zipfile.ZipInfo("mimetype"), "application/vnd.oasis.opendocument.text")
         archive.writestr("content.xml", content, compress_type=zipfile.ZIP_DEFLATED)
     return out.getvalue()
+
+
+@functools.cache
+def crowded_docx(paragraphs: int = 500_000) -> bytes:
+    """A Word file of 86 KB whose ``paragraphs`` one-letter paragraphs python-docx parses into one tree: 500,000
+    need about 300 MiB of address space to read (measured), a usual document 40 MiB."""
+    base = zipfile.ZipFile(io.BytesIO(docx_bytes("Minutes.")))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for item in base.infolist():
+            data = base.read(item.filename)
+            if item.filename == "word/document.xml":
+                head, tail = data.split(b"<w:body>", 1)
+                data = head + b"<w:body>" + b"<w:p><w:r><w:t>x</w:t></w:r></w:p>" * paragraphs + tail
+            archive.writestr(item, data, compress_type=zipfile.ZIP_DEFLATED)
+    return out.getvalue()

@@ -1,17 +1,13 @@
 """Document readers at once (docs/documents.md, "The bounds"): each PDF or office file is read in a process of
-its own that may take 2 GiB of address space, so the whole bot runs at most ``READERS_AT_ONCE`` of them,
+its own that may take up to 2 GiB of address space, so the whole bot runs at most ``READERS_AT_ONCE`` of them,
 whatever the number of chats sending documents; the others wait in order within their message's time bound.
-
-A slow reader: a ``sitecustomize`` on the worker's ``PYTHONPATH`` (the one variable besides ``PATH`` it is
-given) notes how many readers run as it starts, then sleeps, only in the reader's process."""
+The readers are watched by ``tests/slow_reader.py``."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,50 +15,6 @@ from messaging_llm_bot.conversation import documents
 from messaging_llm_bot.conversation.slots import Slots
 from tests.documents_data import pdf_pages
 from tests.telegram_harness import OWNER, texts
-
-SLOW_READER = """\
-import os, sys, time
-if "assistant_framework.media.document_text" in sys.orig_argv:
-    _mine = os.path.join({running!r}, str(os.getpid()))
-    open(_mine, "w").close()
-    with open({seen!r}, "a") as _log:
-        _log.write(f"{{len(os.listdir({running!r}))}}\\n")
-    time.sleep({seconds})
-    os.remove(_mine)
-"""
-
-
-class ReaderWatch:
-    """The slow reader's notes: how many readers ran at each reader's start."""
-
-    def __init__(self, folder: Path) -> None:
-        self.running = folder / "running"
-        self.seen = folder / "seen.log"
-        self.running.mkdir()
-
-    def counts(self) -> list[int]:
-        if not self.seen.exists():
-            return []
-        return [int(line) for line in self.seen.read_text().split()]
-
-
-@pytest.fixture
-def slow_reader(tmp_path, monkeypatch):
-    """Factory: ``slow_reader(seconds)`` makes every document reader process started from now sleep that long
-    first; returns its ``ReaderWatch``."""
-
-    def install(seconds: float) -> ReaderWatch:
-        site = tmp_path / "site"
-        site.mkdir()
-        watch = ReaderWatch(tmp_path)
-        (site / "sitecustomize.py").write_text(
-            SLOW_READER.format(running=str(watch.running), seen=str(watch.seen), seconds=seconds)
-        )
-        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
-        return watch
-
-    return install
-
 
 FRIENDS = [2, 3, 4, 5]
 

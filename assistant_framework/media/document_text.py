@@ -4,8 +4,8 @@ PDF with ``pypdf``, Word with ``python-docx``, Excel with ``openpyxl``, PowerPoi
 OpenDocument (ODT, ODS, ODP) from its ``content.xml`` with the stdlib, HTML with ``html_text``, CSV and
 plain text decoded as they are. Each reader stops at ``max_chars`` characters and a PDF at ``max_pages``
 pages, so a huge file costs no more than the bound. Run as ``python -m assistant_framework.media.document_text
-PATH MAX_PAGES MAX_CHARS``: it bounds its own memory first, then prints one JSON object
-(``documents.WorkerAnswer``) on stdout.
+PATH KIND MAX_PAGES MAX_CHARS MEMORY_BYTES``: it bounds its own address space to ``MEMORY_BYTES`` first (what
+``reader_memory`` gives this machine), then prints one JSON object (``Extracted``) on stdout.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-#: The worker's address space: a zip bomb in a DOCX or a crafted PDF ends in a MemoryError, not a full machine.
-WORKER_MEMORY_BYTES = 2 * 1024**3
 #: What a file's suffix says it is (the type a chat app sends is often ``application/octet-stream``).
 KIND_BY_SUFFIX = {
     ".pdf": "pdf",
@@ -53,6 +51,10 @@ KIND_BY_TYPE = {
     "text/plain": "text",
     "text/markdown": "text",
 }
+
+
+#: Why a document was not read: its reader reached the memory bound (also said for a worker that died of it).
+TOOK_MORE_MEMORY = "reading it took more memory than a document may"
 
 
 @dataclass
@@ -201,6 +203,15 @@ def _text(path: Path, out: _Collector) -> Extracted:
     return out.extracted()
 
 
+def _out_of_memory(err: Exception) -> bool:
+    """True for an XML parser's error that is an allocation refused at the memory bound, not a broken file:
+    libxml2's (lxml: python-docx, python-pptx, openpyxl) ``ERR_NO_MEMORY``, expat's (the stdlib: OpenDocument)
+    ``XML_ERROR_NO_MEMORY``."""
+    if isinstance(err, ElementTree.ParseError):
+        return err.code == 1  # pyexpat.errors.codes[XML_ERROR_NO_MEMORY]
+    return any(getattr(entry, "type_name", "") == "ERR_NO_MEMORY" for entry in getattr(err, "error_log", ()))
+
+
 def extract(path: Path, kind: str, max_pages: int, max_chars: int) -> Extracted:
     """The text of the file at ``path`` read as ``kind`` (a value of ``KIND_BY_SUFFIX``), within the bounds."""
     out = _Collector(max_chars)
@@ -216,26 +227,28 @@ def extract(path: Path, kind: str, max_pages: int, max_chars: int) -> Extracted:
     try:
         found = readers[kind]()
     except MemoryError:
-        return Extracted(refused="reading it took more memory than a document may")
+        return Extracted(refused=TOOK_MORE_MEMORY)
     except Exception as err:  # noqa: BLE001 - each library has its own errors for a broken file; all are one clause
+        if _out_of_memory(err):
+            return Extracted(refused=TOOK_MORE_MEMORY)
         return Extracted(refused=f"it is not a {kind.upper()} file I can read ({type(err).__name__})")
     if not found.refused and not found.text:
         found.refused = "it holds no text"
     return found
 
 
-def _bound_memory() -> None:
+def _bound_memory(limit: int) -> None:
     try:
         import resource
 
-        resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_BYTES, WORKER_MEMORY_BYTES))
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ImportError, ValueError, OSError):  # not on this system: the time bound still holds
         pass
 
 
 def main(argv: list[str]) -> int:
-    """The worker: ``PATH KIND MAX_PAGES MAX_CHARS`` in, one JSON object out."""
-    _bound_memory()
+    """The worker: ``PATH KIND MAX_PAGES MAX_CHARS MEMORY_BYTES`` in, one JSON object out."""
+    _bound_memory(int(argv[4]))
     path, kind, max_pages, max_chars = argv[0], argv[1], int(argv[2]), int(argv[3])
     found = extract(Path(path), kind, max_pages, max_chars)
     sys.stdout.write(json.dumps(asdict(found), ensure_ascii=False))

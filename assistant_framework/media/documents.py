@@ -2,11 +2,11 @@
 read within bounds, saved beside the original and marked as outside content.
 
 A PDF or an office file is read in a separate Python process (``document_text``) that a time bound ends and
-a memory bound holds: a crafted PDF that makes the reader loop, or a DOCX that unpacks to gigabytes, costs one
-worker and one sentence, never the bot. The worker is given the file's path and no environment beyond
-``PATH`` (no token, no key). A file that is plainly not of its kind is refused before any process starts;
-plain text, CSV and HTML are read in the calling thread. Blocking: call it from a worker thread, never on an
-event loop.
+a memory bound holds (``reader_memory``: what this machine can spare): a crafted PDF that makes the reader loop,
+or a DOCX that unpacks to gigabytes, costs one worker and one sentence, never the bot. The worker is given the
+file's path and no environment beyond ``PATH`` (no token, no key). A file that is plainly not of its kind is
+refused before any process starts; plain text, CSV and HTML are read in the calling thread. Blocking: call it
+from a worker thread, never on an event loop.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
 from assistant_framework.config.settings import DocumentSettings
-from assistant_framework.media.document_text import KIND_BY_SUFFIX, KIND_BY_TYPE, extract
+from assistant_framework.media.document_text import KIND_BY_SUFFIX, KIND_BY_TYPE, TOOK_MORE_MEMORY, extract
+from assistant_framework.media.reader_memory import READER_MEMORY_MOST
 from assistant_framework.stores.provenance import UNTRUSTED_FRONT_MATTER
 from assistant_framework.workspace import Workspace, atomic_write_bytes
 
@@ -86,8 +87,9 @@ def took_longer(seconds: float) -> DocumentRefused:
     return DocumentRefused(f"reading it took longer than {seconds:.0f} seconds")
 
 
-def _run_worker(path: str, kind: str, limits: DocumentSettings) -> dict[str, object] | DocumentRefused:
-    """The worker's answer for one file, or why there is none (it took too long, it failed)."""
+def _run_worker(path: str, kind: str, limits: DocumentSettings, memory: int) -> dict[str, object] | DocumentRefused:
+    """The worker's answer for one file read within ``memory`` bytes of address space, or why there is none (it
+    took too long, it failed)."""
     command = [
         sys.executable,
         "-m",
@@ -96,6 +98,7 @@ def _run_worker(path: str, kind: str, limits: DocumentSettings) -> dict[str, obj
         kind,
         str(limits.max_pages),
         str(limits.max_chars),
+        str(memory),
     ]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
     if os.environ.get("PYTHONPATH"):  # a source tree run without installing
@@ -120,14 +123,16 @@ def _run_worker(path: str, kind: str, limits: DocumentSettings) -> dict[str, obj
     if done.returncode != 0 or not isinstance(answer, dict):
         last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
         if "MemoryError" in last[0]:
-            return DocumentRefused("reading it took more memory than a document may")
+            return DocumentRefused(TOOK_MORE_MEMORY)
         return DocumentRefused(f"the document reader failed ({last[0][:200]})")
     return answer
 
 
-def read_document(area: Workspace, rel: str, kind: str, limits: DocumentSettings) -> DocumentText | DocumentRefused:
-    """Read the saved document ``rel`` of ``area`` in the worker and save its text as ``rel + TEXT_SUFFIX``
-    (marked ``untrusted`` in its front matter); blocking."""
+def read_document(
+    area: Workspace, rel: str, kind: str, limits: DocumentSettings, memory: int = READER_MEMORY_MOST
+) -> DocumentText | DocumentRefused:
+    """Read the saved document ``rel`` of ``area`` (in the worker, within ``memory`` bytes of address space) and
+    save its text as ``rel + TEXT_SUFFIX`` (marked ``untrusted`` in its front matter); blocking."""
     path = area.path(rel)
     size = path.stat().st_size
     if size > limits.max_bytes:
@@ -140,7 +145,7 @@ def read_document(area: Workspace, rel: str, kind: str, limits: DocumentSettings
     if kind in IN_THREAD_KINDS:
         answer: dict[str, object] | DocumentRefused = asdict(extract(path, kind, limits.max_pages, limits.max_chars))
     else:
-        answer = _run_worker(str(path), kind, limits)
+        answer = _run_worker(str(path), kind, limits, memory)
     if isinstance(answer, DocumentRefused):
         return answer
     if answer.get("refused"):

@@ -3,9 +3,11 @@ thread; a PDF or office file in a worker process with a time bound), indexed for
 the turn's text: the attachment note, the start of the text and how much more there is.
 
 At most ``READERS_AT_ONCE`` worker processes run in the whole bot, whatever the number of chats and channels
-sending documents: each may take 2 GiB of address space, and ten chats' PDFs at once would be an OOM kill on a
-small machine. The others wait in order within their message's time bound; one whose wait runs out is told
-what a reader that ran out of time is told.
+sending documents: ten chats' PDFs at once would be an OOM kill on a small machine. Each gets the memory bound
+``reader_memory`` gives this machine (at most 2 GiB); where that leaves too little for two, a reader runs alone
+(it holds every slot), and where even one would not fit, the document is refused in one sentence and no reader
+starts. The others wait in order within their message's time bound; one whose wait runs out is told what a
+reader that ran out of time is told.
 
 The text is outside content like the file: the turn that carries it is untrusted (every file makes it so), the
 saved text is marked ``untrusted`` in its front matter, and memory search shows its hits as outside content.
@@ -29,13 +31,14 @@ from assistant_framework.media.documents import (
     read_document,
     took_longer,
 )
+from assistant_framework.media.reader_memory import READER_MEMORY_FLOOR, ReaderMemory, reader_memory
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.attachments import SavedFile, attachment_prompt
 from messaging_llm_bot.conversation.slots import Slots
 
 log = logging.getLogger(__name__)
 DEFAULT_LIMITS = DocumentSettings()
-#: Document reader processes at once in the whole bot (each bounded to 2 GiB of address space).
+#: Document reader processes at once in the whole bot (each within its share of the machine's memory).
 READERS_AT_ONCE = 2
 READERS = Slots(READERS_AT_ONCE)
 
@@ -131,16 +134,34 @@ async def document_prompt(
     return text_prompt(saved, read, origin)
 
 
+def too_little_memory(memory: ReaderMemory) -> DocumentRefused:
+    """Why no reader runs: not even one gets ``READER_MEMORY_FLOOR`` of what the machine can spare."""
+    return DocumentRefused(
+        f"a document reader needs {READER_MEMORY_FLOOR // 1_000_000} MB of memory and this machine can spare"
+        f" only {memory.budget // 1_000_000} MB for it"
+    )
+
+
 async def _read(area: Workspace, rel: str, kind: str, limits: DocumentSettings) -> DocumentText | DocumentRefused:
-    """The document read in a worker thread; one that needs a reader process waits for one of ``READERS``, and
-    its wait counts in ``limits.timeout_seconds``."""
+    """The document read in a worker thread; one that needs a reader process waits for one of ``READERS`` (all
+    of them when it must run alone), and its wait counts in ``limits.timeout_seconds``."""
     if kind in IN_THREAD_KINDS:
         return await asyncio.to_thread(read_document, area, rel, kind, limits)
+    memory = await asyncio.to_thread(reader_memory, limits.reader_memory_mb, READERS_AT_ONCE)
+    if not memory.fits:
+        log.warning(
+            "documents: %s not read: the readers may take %d MB here (%s), a reader needs %d MB",
+            rel,
+            memory.budget // 1_000_000,
+            "documents.reader_memory_mb" if memory.configured else "half the machine's memory",
+            READER_MEMORY_FLOOR // 1_000_000,
+        )
+        return too_little_memory(memory)
 
     def within(left: float) -> DocumentText | DocumentRefused:
-        read = read_document(area, rel, kind, replace(limits, timeout_seconds=left))
+        read = read_document(area, rel, kind, replace(limits, timeout_seconds=left), memory.per_reader)
         # The time it had is the document's bound, the wait for a reader included.
         return took_longer(limits.timeout_seconds) if read == took_longer(left) else read
 
-    read = await READERS.run(limits.timeout_seconds, within)
+    read = await READERS.run(limits.timeout_seconds, within, READERS.size if memory.alone else 1)
     return took_longer(limits.timeout_seconds) if read is None else read

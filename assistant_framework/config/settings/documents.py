@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assistant_framework.config.settings.fields import number, reads, whole
+from assistant_framework.config.settings.fields import maybe, number, reads, whole
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,10 @@ class DocumentSettings:
     prompt_chars: int = field(default=3_000, metadata=reads(whole, minimum=0, maximum=200_000))
     #: Seconds the reader process may take before it is ended.
     timeout_seconds: float = field(default=60.0, metadata=reads(number, above=0, maximum=3600))
+    #: MB the reader processes may take together; None: half of the machine's memory (media/reader_memory.py).
+    reader_memory_mb: float | None = field(
+        default=None, metadata=reads(maybe(number), null=True, above=0, maximum=1_000_000)
+    )
 
     @property
     def max_bytes(self) -> int:
