@@ -138,3 +138,33 @@ def test_a_cancelled_caller_holds_the_slot_until_its_work_ends():
 
     asyncio.run(scenario())
     assert slots.taken == 0
+
+
+def test_a_reader_that_must_run_alone_waits_for_every_slot_in_its_turn():
+    """A reader on a machine with room for one takes every slot: it waits until the reader running ends, one
+    that came after it does not overtake it through the free slot, and when its wait runs out the one behind it
+    gets that slot at once."""
+    slots = Slots(2)
+
+    async def scenario() -> list[str]:
+        order: list[str] = []
+        assert await slots.take(0)  # a reader running
+
+        async def taker(name: str, seconds: float, count: int) -> None:
+            got = await slots.take(seconds, count)
+            order.append(name if got else f"{name} gave up")
+
+        alone = asyncio.create_task(taker("alone", 0.3, 2))
+        await asyncio.sleep(0.05)
+        behind = asyncio.create_task(taker("behind", 5, 1))
+        await asyncio.sleep(0.1)
+        assert order == [] and slots.taken == 1  # one slot free, and nobody overtook the reader that runs alone
+        await asyncio.wait_for(asyncio.gather(alone, behind), 5)
+        assert slots.taken == 2  # the running reader's and the one behind's
+        slots.give(2)
+        assert await slots.take(0, 2)  # all free again: one that must run alone gets both at once
+        slots.give(2)
+        return order
+
+    assert asyncio.run(scenario()) == ["alone gave up", "behind"]
+    assert slots.taken == 0

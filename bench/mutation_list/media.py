@@ -103,6 +103,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "every page of a PDF of any length is read",
         ("test_documents.py",),
     ),
+    Mutation(
+        "documents-reader-oom-said-broken",
+        f"{AF}/media/document_text.py",
+        "        if _out_of_memory(err):",
+        "        if False:",
+        "a Word file whose reader reaches the memory bound is called not a DOCX file (XMLSyntaxError)",
+        ("test_document_memory.py",),
+    ),
+    Mutation(
+        "reader-memory-cgroup-ignored",
+        f"{AF}/media/reader_memory.py",
+        "            if value.isdigit() and int(value) < _NO_LIMIT:",
+        "            if False:",
+        "a bot in a container of 300 MB (docker --memory, systemd MemoryMax) gives its readers half the host's memory",
+        ("test_document_memory.py",),
+    ),
     # -- files out: the send_file skill (assistant_framework/media/files_out.py, issue 44) ------------------------
     Mutation(
         "files-out-sent-twice",
