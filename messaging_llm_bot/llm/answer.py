@@ -24,9 +24,10 @@ from messaging_llm_bot.llm.deadline import (
 )
 from messaging_llm_bot.llm.errors import LLMError, classify, connection_reason, parse_error_body, redact
 from messaging_llm_bot.llm.http import drain
+from messaging_llm_bot.llm.pace import PacedDeltas
 from messaging_llm_bot.llm.runners import RunnerConfig
 from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
-from messaging_llm_bot.llm.usage import Usage, VisibleStream, message_reasoning, parse_usage, split_think
+from messaging_llm_bot.llm.usage import Usage, message_reasoning, parse_usage, split_think
 from messaging_llm_bot.llm.wire import JsonObject
 
 #: An answer larger than this is refused, streamed or not (a chat answer is far smaller; a stream's events
@@ -144,20 +145,16 @@ def read_stream(
 ) -> JsonObject:
     """A streamed (SSE) answer assembled into one answer object; ``on_delta`` gets the visible text so far."""
     assembler = StreamAssembler()
-    visible_part = VisibleStream()
+    shown = None if on_delta is None else PacedDeltas(on_delta, assembler.text)
     done = [False]
-    shown = ""
     lines = stream_lines(response)
     if deadline is not None:
         lines = deadline.lines(response, lines)
     try:
         for payload in iter_sse_data(lines, done):
             delta = assembler.feed_json(payload, runner.name, runner.base_url)
-            if delta and on_delta is not None:
-                visible = visible_part.feed(assembler.text())
-                if visible and visible != shown:
-                    shown = visible
-                    on_delta(visible)
+            if delta and shown is not None:
+                shown.grew(assembler.length)
     except BodyTooLarge:
         raise bad_answer(runner, f"the answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MB") from None
     except (CallDeadlineExceeded, requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
@@ -180,6 +177,8 @@ def read_stream(
         raise bad_answer(runner, "the stream carried no choices")
     if not done[0] and assembler.finish_reason is None:
         raise bad_answer(runner, "the stream ended before the answer was finished")
+    if shown is not None:
+        shown.ended(assembler.length)  # the whole answer is shown before the turn goes on
     return assembler.result()
 
 

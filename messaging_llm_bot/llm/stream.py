@@ -61,9 +61,11 @@ class StreamAssembler:
     """Accumulates `chat.completion.chunk` objects into one final completion object."""
 
     def __init__(self) -> None:
-        # The content so far as one text, grown by each delta: the reader hands it to ``on_delta`` at every delta,
-        # and joining a list of the deltas each time cost a pass over every delta so far (their number squared).
-        self.content = ""
+        # The content so far: the text last read (``text``) and the deltas since. A read joins the two once; growing
+        # one text at every delta copied it whole each time (its length squared). ``length`` counts both.
+        self._content = ""
+        self._pending: list[str] = []
+        self.length = 0
         self.reasoning: list[str] = []
         self.reasoning_key = "reasoning_content"  # the field the server streams it in (Ollama, vLLM: reasoning)
         self.usage: JsonObject | None = None
@@ -122,7 +124,8 @@ class StreamAssembler:
         """Take one delta of the first choice: its content (returned), reasoning and tool-call fragments."""
         delta_text = content_text(delta.get("content"))
         if delta_text:
-            self.content += delta_text
+            self._pending.append(delta_text)
+            self.length += len(delta_text)
         for key in ("reasoning_content", "reasoning"):
             piece = delta.get(key)
             if isinstance(piece, str) and piece:
@@ -167,7 +170,10 @@ class StreamAssembler:
 
     def text(self) -> str:
         """All content received so far."""
-        return self.content
+        if self._pending:
+            self._content = "".join([self._content, *self._pending])
+            self._pending.clear()
+        return self._content
 
     def result(self) -> JsonObject:
         """The assembled response in the non-streamed `chat.completion` shape."""
