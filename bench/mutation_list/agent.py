@@ -553,6 +553,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_hostile_model.py",),
     ),
     Mutation(
+        "stream-text-handed-on-at-every-delta",
+        f"{BOT}/llm/pace.py",
+        "        if self._pace.due(length):\n",
+        "        if True:\n",
+        "a streamed answer's text so far is joined and handed on (each reader copying it again) at every delta: "
+        "the copies cost its length squared",
+        ("test_llm.py",),
+    ),
+    Mutation(
         "think-close-split-over-deltas-missed",
         f"{BOT}/llm/usage.py",
         'max(start + len("<think>"), self._searched - len("</think>") + 1)',
