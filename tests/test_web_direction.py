@@ -1,11 +1,13 @@
 """Direction characters in stored text, in headless Chromium (tests/browser.py) against a real ``assistant web``
 site: a note, a fact, a job, a reminder, a conversation turn, a trace, collector output, a drafted skill and the
-search box each hold a right-to-left override (U+202E) and a right-to-left isolate (U+2067) left open, as a mail,
-a forwarded text or a page saved as a note can.
+search box each hold a right-to-left override (U+202E) and a right-to-left isolate (U+2067) left open, and a
+right-to-left mark (U+200F) and an Arabic letter mark (U+061C) among Latin words and digits, as a mail, a
+forwarded text or a page saved as a note can; a note's name holds a right-to-left mark.
 
 Every page shows each as its mark (‹U+202E›) and none of them live, so what follows the text on the page (a
 label, a count, a link) reads as it should; a name written right to left is isolated, so it cannot move the
-count beside it. Before, a job named with an override showed its "from outside content" label reversed.
+count beside it, and Hebrew text keeps the marks beside its letters. Before, a job named with an override showed
+its "from outside content" label reversed, and "pay <U+200F>100 200 300" read "pay 300 200 100".
 (assistant_framework/direction.py; the template escape is web/base.py's ``page_escape``.)"""
 
 from __future__ import annotations
@@ -32,10 +34,16 @@ pytestmark = [
 if not chromium.installed():
     pytest.skip(chromium.missing(), allow_module_level=True)
 
-#: Both left open: the override reverses the rest of its line, the isolate moves it.
-SPOOF = "invoice_\u202efdp.exe \u2067see"
-MARKS = ("‹U+202E›", "‹U+2067›")
-LIVE = re.compile("[\u202a-\u202e\u2066-\u2069]")
+#: The marks, invisible letters of their direction, reverse the numbers after them ("pay 300 200 100",
+#: "05-12-2024"); the controls are left open: the override reverses the rest of its line, the isolate moves it.
+SPOOF = "pay \u200f100 200 300 \u061c2024-12-05 invoice_\u202efdp.exe \u2067see"
+MARKS = ("‹U+200F›", "‹U+061C›", "‹U+202E›", "‹U+2067›")
+LIVE = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+#: A note's name: the mark puts the numbers after it in reverse ("report3 2 1 .md").
+SPOOF_NAME = "notes/report\u200f 1 2 3.md"
+#: Hebrew as written, with the marks its writers put beside its letters: they stay.
+HEBREW_NOTE = "notes/greeting.md"
+HEBREW_TEXT = "שלום!\u200f 5 תפוחים"
 #: A conversation named in Hebrew (a folder may be: only direction controls are refused in a path).
 HEBREW_CHAT = "שלום"
 
@@ -45,6 +53,8 @@ def site(tmp_path_factory):
     site = start_site(tmp_path_factory.mktemp("web"))
     ws = site.workspace
     ws.write_text("notes/saved-page.md", f"# Saved page\n\nPay the {SPOOF} today.\n")
+    ws.write_text(SPOOF_NAME, "# Report\n")
+    ws.write_text(HEBREW_NOTE, HEBREW_TEXT + "\n")
     FactStore(ws).add("owner", "invoice", SPOOF, source=SPOOF, source_ref=SPOOF, untrusted=True)
     ws.write_json(
         "jobs/jobs.json",
@@ -138,7 +148,9 @@ def test_direction_controls_are_shown_as_marks_on_every_page(browser, site):
 def test_a_note_shows_its_override_as_a_mark(browser, site):
     browser.get(f"{site.base}/file?path=notes/saved-page.md")
     line = browser.find_element(By.ID, "L3")
-    assert line.text.endswith("Pay the invoice_‹U+202E›fdp.exe ‹U+2067›see today.")
+    assert line.text.endswith(
+        "Pay the pay ‹U+200F›100 200 300 ‹U+061C›2024-12-05 invoice_‹U+202E›fdp.exe ‹U+2067›see today."
+    )
     assert reads_left_to_right(browser, line.find_element(By.TAG_NAME, "pre"))
 
 
@@ -156,6 +168,8 @@ def test_the_editor_keeps_the_note_as_it_is(browser, site):
         ("/reminders", "table.reminders-past td:nth-child(4)"),  # a delivered reminder's text and its label
         ("/memory/facts", "table.facts td:has(span.outside)"),  # the fact's source, its label and the turn
         ("/conversations/{chat}/{day}", "ol.turns p.text:has(small.more)"),  # a long turn, "… N more characters"
+        ("/memory/notes", "ul.files a[href*='report']"),  # a note's name: its numbers, its ".md"
+        ("/memory?q=report", "a.where"),  # a search hit's path, and its line's ref
     ],
 )
 def test_the_line_that_holds_the_text_reads_in_order(browser, site, path, line):
@@ -164,7 +178,7 @@ def test_the_line_that_holds_the_text_reads_in_order(browser, site, path, line):
     browser.get(site.base + path.format(chat=site.chat, day=site.day))
     element = browser.find_element(By.CSS_SELECTOR, line)
     assert reads_left_to_right(browser, element), f"{line} on {path} is reordered: {element.text[:200]!r}"
-    assert "‹U+202E›" in element.text
+    assert "‹U+200F›" in element.text
 
 
 def test_a_name_written_right_to_left_keeps_its_count_after_it(browser, site):
@@ -175,3 +189,9 @@ def test_a_name_written_right_to_left_keeps_its_count_after_it(browser, site):
     count = card.find_element(By.CSS_SELECTOR, "span.count")
     assert count.text == "12 days"
     assert browser.execute_script(BOXES, count)[0][1] > name["x"] + name["width"]
+
+
+def test_hebrew_keeps_the_marks_beside_its_letters(browser, site):
+    """Right-to-left writing is shown as written: its letters, and the mark after its "!" live (no ‹U+200F›)."""
+    browser.get(f"{site.base}/file?path={HEBREW_NOTE}")
+    assert browser.find_element(By.CSS_SELECTOR, "#L1 pre").get_attribute("textContent") == HEBREW_TEXT

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import tornado.httputil
 import tornado.web
-from tornado.escape import xhtml_escape
+from tornado.escape import to_unicode, xhtml_escape
 
 from assistant_framework.hints import CLI
 
@@ -56,10 +56,11 @@ LOGGED_PATH_CHARS = 200
 
 
 def page_escape(value: str | bytes) -> str:
-    """Every ``{{ }}`` of the templates (server.py's ``autoescape``): HTML-escaped, each direction control shown as
-    its mark (direction.py), so a note or a mail cannot reorder the page around it. A form's value that is sent
-    back as stored (an id, the editor's text) is written with ``exact``, the plain escape."""
-    return direction.marked(xhtml_escape(value))
+    """Every ``{{ }}`` of the templates (server.py's ``autoescape``): HTML-escaped, each direction control (and a
+    mark away from letters of its direction) shown as its mark (direction.py), so a note or a mail cannot reorder
+    the page around it; marked before the escape, which would put an entity's letters beside a mark. A form's value
+    that is sent back as stored (an id, the editor's text) is written with ``exact``, the plain escape."""
+    return xhtml_escape(direction.marked(to_unicode(value)))
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:

@@ -322,10 +322,26 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "web-page-direction-controls-live",
         f"{AF}/web/base.py",
-        "return direction.marked(xhtml_escape(value))",
-        "return xhtml_escape(value)",
+        "return xhtml_escape(direction.marked(to_unicode(value)))",
+        "return xhtml_escape(to_unicode(value))",
         "a right-to-left override in a job's name or a mail's text reverses the page's label after it",
         ("test_web_direction.py",),
+    ),
+    Mutation(
+        "web-page-direction-marks-live",
+        f"{AF}/direction.py",
+        '_SHOWN = re.compile(f"[{CONTROLS}]|[{MARKS}]+")',
+        '_SHOWN = re.compile(f"[{CONTROLS}]")',
+        "a right-to-left mark among Latin digits shows 'pay 100 200 300' as 'pay 300 200 100' on the page",
+        ("test_web_direction.py", "test_direction.py"),
+    ),
+    Mutation(
+        "web-page-direction-marks-all-shown",
+        f"{AF}/direction.py",
+        'return "".join(char if (char != "\\u200e") in beside else _mark(char) for char in chars)',
+        "return _all_shown(found)",
+        "Hebrew text shows the marks its writers put beside its letters as ‹U+200F›",
+        ("test_web_direction.py", "test_direction.py"),
     ),
     Mutation(
         "web-conversations-name-not-isolated",
