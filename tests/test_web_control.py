@@ -76,6 +76,19 @@ def test_the_page_lists_the_runners_the_choice_and_who_waits_but_no_code(page):
     assert requests.get(f"{base}/control").status_code == 401  # not signed in
 
 
+def test_a_waiting_senders_direction_characters_are_shown_as_marks_and_sent_back_as_they_are(page):
+    """An id holding a right-to-left mark (an address: "ann<RLM> 1 2@example.com") or an override is shown with
+    their marks, as on every page (web/base.py: page_escape); the revoke form sends it back as stored. The list
+    is not paged: at most 50 wait (conversation/pairing.py: MAX_PENDING)."""
+    session, base, ws, _ = page
+    sender = "ann\u200f 1 2@example.com \u202eexe.pdf"
+    assert PairingStore(ws).issue("email", sender, 60)
+    html = session.get(f"{base}/control").text
+    assert "ann‹U+200F› 1 2@example.com ‹U+202E›exe.pdf" in html
+    assert not re.search("[\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]", html.replace(f'value="{sender}"', ""))
+    assert f'name="sender" value="{sender}"' in html
+
+
 def test_a_post_without_the_form_token_changes_nothing(page):
     session, base, ws, config = page
     code = PairingStore(ws).issue("telegram", "777", 60)

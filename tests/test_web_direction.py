@@ -50,7 +50,11 @@ HEBREW_CHAT = "שלום"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    site = start_site(tmp_path_factory.mktemp("web"))
+    folder = tmp_path_factory.mktemp("web")
+    tool = folder / "plugins" / "skills" / "spoof_tool"  # a plugin skill put there by hand, read at the start
+    tool.mkdir(parents=True)
+    (tool / "__init__.py").write_text(f"DESCRIPTION = {SPOOF!r}\n\ndef run(workspace, args):\n    return args\n")
+    site = start_site(folder)
     ws = site.workspace
     ws.write_text("notes/saved-page.md", f"# Saved page\n\nPay the {SPOOF} today.\n")
     ws.write_text(SPOOF_NAME, "# Report\n")
@@ -86,6 +90,9 @@ def site(tmp_path_factory):
          "requests": [{"round": 1, "model": SPOOF, "messages": [{"role": "user", "content": SPOOF}]}]},
     )  # fmt: skip
     ws.write_text("collectors/writer/latest.md", SPOOF)
+    ws.append_jsonl("collectors/writer/runs.jsonl", {"summary": SPOOF, "errors": [SPOOF]})
+    ws.write_text(".agents/skills/spoof-installed/SKILL.md", "---\nname: spoof-installed\ndescription: x\n---\nx\n")
+    ws.write_json("state/agent_skills.json", {"spoof-installed": {"source": SPOOF, "ref": SPOOF, "commit": "0" * 40}})
     ws.write_text("skills-drafts/spoof/SKILL.md", f"---\nname: spoof\ndescription: {SPOOF}\n---\n{SPOOF}\n")
     site.trace = trace  # type: ignore[attr-defined]
     yield site
@@ -137,6 +144,9 @@ def test_direction_controls_are_shown_as_marks_on_every_page(browser, site):
         "/jobs",
         "/reminders",
         "/skills/drafts",
+        "/skills",
+        "/skills/install",
+        "/collectors",
     ]
     for path in pages:
         browser.get(site.base + path)

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import tornado.web
 
 from ..agentskills.drafts import DraftError, approve, discard, drafts, read_draft
+from . import window
 from .base import BaseHandler
 from .shapes import DraftRow, DraftsBody
 
@@ -19,16 +20,20 @@ if TYPE_CHECKING:
 ACTIONS = ("approve", "discard")
 
 
-def draft_rows(parts: Parts) -> DraftsBody:
-    """Every draft waiting, with its description and instructions; one that does not load says why."""
+def draft_rows(parts: Parts, start: int = 0, size: int | None = None) -> tuple[DraftsBody, window.Window[DraftRow]]:
+    """Every draft waiting (``size`` of them from ``start`` on, for a page: window.py; the others are not read),
+    with its description and instructions, one that does not load saying why; and the same rows as the page's
+    window of the list."""
+    names = drafts(parts.workspace)
+    shown = window.window(names, start, size) if size else window.Window(0, names, len(names))
     rows: list[DraftRow] = []
-    for name in drafts(parts.workspace):
+    for name in shown.rows:
         try:
             skill = read_draft(parts.workspace, name)
             rows.append({"name": name, "description": skill.description, "instructions": skill.body, "error": None})
         except DraftError as exc:
             rows.append({"name": name, "description": "", "instructions": "", "error": str(exc)})
-    return {"drafts": rows}
+    return {"drafts": rows}, window.Window(shown.first, rows, shown.total, shown.size)
 
 
 def change(parts: Parts, name: str, action: str) -> str:
@@ -42,11 +47,12 @@ def change(parts: Parts, name: str, action: str) -> str:
 
 class DraftsHandler(BaseHandler):
     async def get(self) -> None:
-        data = await self.off_loop("files", draft_rows, self.parts)
         if self.api:
-            self.send_json(data)
+            self.send_json((await self.off_loop("files", draft_rows, self.parts))[0])
             return
-        self.page("drafts.html", title="Drafted skills", data=data, done=self.get_query_argument("done", ""))
+        asked = self.int_argument("from", 0, 0, 10**9)
+        _, rows = await self.off_loop("files", draft_rows, self.parts, asked, window.ENTRIES)
+        self.page("drafts.html", title="Drafted skills", drafts=rows, done=self.get_query_argument("done", ""))
 
 
 class DraftActionHandler(BaseHandler):

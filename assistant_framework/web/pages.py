@@ -114,10 +114,11 @@ class TraceHandler(BaseHandler):
 
 class CollectorsHandler(BaseHandler):
     async def get(self) -> None:
-        rows = await self.off_loop("files", views.collector_rows, self.parts)
         if self.api:
-            self.send_json({"collectors": rows})
+            self.send_json({"collectors": (await self.off_loop("files", views.collector_rows, self.parts)).rows})
             return
+        asked = self.int_argument("from", 0, 0, 10**9)
+        rows = await self.off_loop("files", views.collector_rows, self.parts, asked, window.ENTRIES)
         self.page(
             "collectors.html",
             title="Collectors",
@@ -199,7 +200,11 @@ class SkillsHandler(BaseHandler):
             self.send_json(data)
             return
         self.page(
-            "skills.html", title="Skills", data=data, pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2)
+            "skills.html",
+            title="Skills",
+            skills=self.entries(data["skills"]),
+            errors=self.entries(data["errors"], "errors_from"),
+            pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2),
         )
 
 

@@ -163,7 +163,7 @@ class _Handler(BaseHandler):
         self.page(
             "skills_install.html",
             title="Install a skill",
-            installed=rows,
+            installed=self.entries(rows),
             done=done,
             error=error,
             source=source,

@@ -16,6 +16,7 @@ from ..stores.provenance import is_untrusted
 from ..stores.records import Reminder
 from ..traces import TraceRecord, TraceStore, UsageRow
 from ..workspace import Workspace, WorkspacePathError
+from . import window
 from .parts import Parts
 from .shapes import (
     CollectorRow,
@@ -131,14 +132,15 @@ def section_rows(trace: TraceRecord) -> list[tuple[str, float]]:
 # -- collectors ------------------------------------------------------------------
 
 
-def collector_rows(parts: Parts) -> list[CollectorRow]:
-    """``collectors status`` plus the last run's per-source problems and whether a run is going on."""
+def collector_rows(parts: Parts, start: int = 0, size: int | None = None) -> window.Window[CollectorRow]:
+    """``collectors status`` plus the last run's per-source problems and whether a run is going on: of every
+    collector, or of ``size`` from ``start`` on (a page: window.py; the others' run logs are not read)."""
     manager = parts.collectors
-    if manager is None:
-        return []
+    statuses = manager.status() if manager is not None else []
+    shown = window.window(statuses, start, size) if size else window.Window(0, statuses, len(statuses))
     runner = parts.collector_runner
     rows: list[CollectorRow] = []
-    for row in manager.status():
+    for row in shown.rows:
         # Its end only, read from the end (the log holds months of runs); two lines: a torn last one is skipped.
         runs = (
             parts.workspace.read_jsonl(f"collectors/{row['name']}/runs.jsonl", last=2)
@@ -154,7 +156,7 @@ def collector_rows(parts: Parts) -> list[CollectorRow]:
             "runnable": row["outcome"] != "load-error",
         }
         rows.append(cast(CollectorRow, {**row, **extra}))  # the status row and these keys: CollectorRow
-    return rows
+    return window.Window(shown.first, rows, shown.total, shown.size)
 
 
 # -- reminders ---------------------------------------------------------------------
