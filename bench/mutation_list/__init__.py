@@ -62,6 +62,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("messaging_llm_bot/agent", "agent"),
     ("messaging_llm_bot/evals", "agent"),
     ("messaging_llm_bot/serve", "serve"),
+    ("assistant_framework/direction", "web"),  # how the web page shows direction characters (paths refuse its set)
     ("assistant_framework/web", "web"),
     ("assistant_framework/mcp", "skills"),
     ("messaging_llm_bot/llm", "agent"),
