@@ -20,7 +20,7 @@ from messaging_llm_bot.llm.client import (
     parse_usage,
 )
 from messaging_llm_bot.llm.errors import parse_error_body, parse_retry_after
-from messaging_llm_bot.llm.pace import ALWAYS_CHARS, GROWTH, SECONDS
+from messaging_llm_bot.llm.pace import ALWAYS_CHARS, CHARS_PER_SECOND, GROWTH, SECONDS, HandOnPace
 from messaging_llm_bot.llm.stream import iter_sse_data
 from messaging_llm_bot.llm.usage import VisibleStream, split_think, visible_stream_text
 from tests.fakes.chat_server import DEFAULT_REPLY, FakeChatServer, hash_embedding
@@ -125,6 +125,24 @@ def test_a_long_stream_is_handed_on_in_copies_that_add_up_to_its_length_not_its_
     # every delta while short; then eighths (adding up to GROWTH times the length); then one per SECONDS at most
     bound = ALWAYS_CHARS * (ALWAYS_CHARS // 6 + 1) + (GROWTH + 1 + took / SECONDS) * len(text)
     assert sum(handed) <= bound, f"{sum(handed):,} characters handed on in {len(handed):,} hand-ons ({took:.2f} s)"
+
+
+def test_past_its_first_characters_the_text_is_handed_on_after_50_ms_or_an_eighth_more():
+    """The pace keeps the chat's live text at most 50 ms behind (stretched only past a million characters)."""
+    now = [0.0]
+    pace = HandOnPace(clock=lambda: now[0])
+    assert all(pace.due(n) for n in range(1, ALWAYS_CHARS + 1))  # a short answer: at every delta
+    assert not pace.due(ALWAYS_CHARS + 10)  # at once, and less than an eighth more
+    now[0] += SECONDS
+    assert pace.due(ALWAYS_CHARS + 10)
+    grown = (ALWAYS_CHARS + 10) * GROWTH // (GROWTH - 1) + 1
+    assert pace.due(grown) and not pace.due(grown + 1)  # an eighth more: at once
+    huge = CHARS_PER_SECOND  # a flooding server's answer: its hand-ons at most a second apart
+    assert pace.due(huge) and not pace.due(huge + 10)
+    now[0] += SECONDS
+    assert not pace.due(huge + 10)
+    now[0] += 1
+    assert pace.due(huge + 10)
 
 
 def test_stream_decodes_utf8_without_charset(server):

@@ -562,6 +562,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_llm.py",),
     ),
     Mutation(
+        "stream-pace-without-its-time-rule",
+        f"{BOT}/llm/pace.py",
+        "        if not grown and now - self._at < max(SECONDS, length / CHARS_PER_SECOND):\n",
+        "        if not grown:\n",
+        "past 4,096 characters a streamed answer is shown only once it grew by an eighth: its live text lags seconds",
+        ("test_llm.py",),
+    ),
+    Mutation(
         "think-close-split-over-deltas-missed",
         f"{BOT}/llm/usage.py",
         'max(start + len("<think>"), self._searched - len("</think>") + 1)',
