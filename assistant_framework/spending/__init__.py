@@ -14,7 +14,9 @@ until it is recorded, so calls running at once cannot pass a cap together. ``cap
 runner, cap and period: the first time a turn's call is refused for that cap, or a call reached it (the
 runtime tells the owner). The counts live in ``state/spending.json``, read and written under the file's lock
 on each call (the bot and ``assistant eval``/``trace replay`` count into the same file; written without an
-fsync: a power loss may forget the last calls' counts; a broken file starts the counts again from zero).
+fsync: a power loss may forget the last calls' counts; a broken file starts the counts again from zero). A turn's
+calls are written once its reply is out (``SpendingLedger.after_reply``): until then their counts are in memory,
+where every check and read of the ledger adds them.
 The model client records (messaging_llm_bot/llm/client.py); /stats, the web Usage page and doctor read
 (``cap_rows``); /stats and ``assistant usage`` show each runner's day and month (``usage``: ``runner_usage``).
 """
