@@ -48,6 +48,8 @@ MARKUP = (
 )
 #: A file name that shows as "invoice_exe.pdf" but is "invoice_fdp.exe": a right-to-left override in it.
 SPOOFED = "invoice_\u202efdp.exe"
+#: Hebrew as written: the mark after its "!" stays.
+HEBREW = "שלום!\u200f 5 תפוחים"
 SLOW_ASKED: list[str] = []
 #: Set by test_1 once the page showed part of the answer: the stream's last piece waits for it (at most 20 s),
 #: so the answer is seen growing however fast or slow the machine is, and no sooner than it is seen.
@@ -155,6 +157,11 @@ def until(driver, condition, what: str, timeout: float = 30):
     return WebDriverWait(
         driver, timeout, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)
     ).until(lambda d: condition(d), what)
+
+
+def contents(driver, css: str) -> list[str]:
+    """Each element's textContent: the text as the page holds it, invisible marks included."""
+    return [element.get_attribute("textContent") for element in driver.find_elements(By.CSS_SELECTOR, css)]
 
 
 def send(driver, text: str) -> None:
@@ -375,14 +382,19 @@ def test_3c_a_file_name_with_a_direction_character_is_shown_without_it(
 
 
 def test_3e_a_direction_character_in_a_message_and_its_answer_is_shown_as_its_mark(bot, browser) -> None:
-    """A right-to-left override in the owner's message and in the answer that quotes it (as an answer quoting a mail
-    would): both show its mark, neither reads "invoice_exe.pdf" (assistant_framework/direction.py)."""
+    """A right-to-left override and a right-to-left mark among digits in the owner's message and in the answer that
+    quotes it (as an answer quoting a mail would): both show their marks, neither reads "invoice_exe.pdf" or
+    "200 100" (the rule of assistant_framework/direction.py in chat.js); Hebrew keeps the mark beside its letters."""
     after(test_1_a_message_gets_its_answer_streamed_in, bot, browser)
-    send(browser, f"pay {SPOOFED} today")
-    mark = "pay invoice_‹U+202E›fdp.exe today"
-    until(browser, lambda d: mark in texts(d, "#messages li.owner"), "the owner's message with the mark")
-    until(browser, lambda d: f"re: {mark}" in texts(d, "#messages li.assistant"), "the answer with the mark")
+    send(browser, f"pay \u200f100 200 {SPOOFED} today")
+    mark = "pay ‹U+200F›100 200 invoice_‹U+202E›fdp.exe today"
+    until(browser, lambda d: mark in texts(d, "#messages li.owner"), "the owner's message with the marks")
+    until(browser, lambda d: f"re: {mark}" in texts(d, "#messages li.assistant"), "the answer with the marks")
     assert not [t for t in texts(browser, "#messages li") if "\u202e" in t]
+    # Hebrew keeps the mark after its "!" (textContent: WebDriver's text leaves the marks out).
+    send(browser, HEBREW)
+    until(browser, lambda d: f"re: {HEBREW}" in contents(d, "#messages li.assistant"), "the Hebrew answer as written")
+    assert HEBREW in contents(browser, "#messages li.owner")
 
 
 def test_3d_markup_in_a_reply_and_a_caption_is_shown_as_text(bot, browser) -> None:

@@ -86,6 +86,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         WEBCHAT,
     ),
     Mutation(
+        "webchat-direction-marks-live",
+        f"{BOT}/channels/webchat/static/chat.js",
+        "return text.replace(/[\\u202a-\\u202e\\u2066-\\u2069]|[\\u200e\\u200f\\u061c]+/g, (run, at) => {",
+        "return text.replace(/[\\u202a-\\u202e\\u2066-\\u2069]/g, (run, at) => {",
+        "a right-to-left mark among digits in a message or an answer reads 'pay 200 100' on the Chat page",
+        WEBCHAT,
+    ),
+    Mutation(
+        "webchat-direction-marks-all-shown",
+        f"{BOT}/channels/webchat/static/chat.js",
+        "const beside = dense ? [] : [",
+        "const beside = true ? [] : [",
+        "Hebrew in a message or an answer shows the marks beside its letters as ‹U+200F› on the Chat page",
+        WEBCHAT,
+    ),
+    Mutation(
         "webchat-text-as-html",
         f"{BOT}/channels/webchat/static/chat.js",
         "    item.textContent = marked(message.text);",

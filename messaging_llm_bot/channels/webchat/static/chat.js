@@ -25,11 +25,36 @@
     });
   }
 
-  // A direction control (U+202A-U+202E, U+2066-U+2069, as assistant_framework/direction.py) is shown as its mark,
-  // ‹U+202E›: a mail quoted in an answer cannot make "invoice_<U+202E>fdp.exe" read "invoice_exe.pdf".
+  // A direction control (U+202A-U+202E, U+2066-U+2069) is shown as its mark, ‹U+202E›: a mail quoted in an answer
+  // cannot make "invoice_<U+202E>fdp.exe" read "invoice_exe.pdf". So is a mark (LRM, RLM, ALM) with no letter of its
+  // direction within 32 characters on its line ("pay <U+200F>100 200 300" read "pay 300 200 100"); Hebrew and Arabic
+  // keep theirs. The rule of assistant_framework/direction.py (which says why), for the page's own text.
+  const MARKS = "\u200e\u200f\u061c";
+  const RIGHT_TO_LEFT = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff\u{10800}-\u{10fff}\u{1e800}-\u{1efff}]/u;
+  const LINE_END = /[\n\r\x1c-\x1e\x85\u2028\u2029]/;
+  const mark = (c) => "‹U+" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "›";
+
+  function letterDirection(chars) {  // of the first letter in chars before a line end: true for right to left
+    for (const c of chars) {
+      if (LINE_END.test(c)) return null;
+      if (/\p{L}/u.test(c)) return RIGHT_TO_LEFT.test(c);
+    }
+    return null;
+  }
+
   function marked(text) {
-    const mark = (c) => "‹U+" + c.codePointAt(0).toString(16).toUpperCase() + "›";
-    return String(text).replace(/[\u202a-\u202e\u2066-\u2069]/g, mark);
+    text = String(text);
+    const count = Array.from(text).filter((c) => MARKS.includes(c)).length;
+    const dense = count > 8 && count * 16 > text.length;  // a text made of marks: each shown
+    return text.replace(/[\u202a-\u202e\u2066-\u2069]|[\u200e\u200f\u061c]+/g, (run, at) => {
+      if (!MARKS.includes(run[0])) return mark(run);
+      const end = at + run.length;
+      const beside = dense ? [] : [
+        letterDirection(Array.from(text.slice(Math.max(0, at - 32), at)).reverse()),
+        letterDirection(text.slice(end, end + 32)),
+      ];
+      return Array.from(run, (c) => (beside.includes(c !== "\u200e") ? c : mark(c))).join("");
+    });
   }
 
   function add(message) {
