@@ -174,8 +174,12 @@ def test_e2e_prints_every_row_with_ideal_and_ratio():
     assert sum(1 for n in names if " chats x " in n) == 4
     assert all(float(r[3]) > 0 for r in rows if " chats x " in r[0])
     assert "Bot API calls per reply" in out
+    # The floor's turns alternate with each mode's, on fakes of its own: its row and its CPU are given per mode.
+    assert "alternating with the floor on fakes of its own" in out
+    assert sum(1 for n in names if n.startswith("bare PTB bot (floor), beside streaming")) == 2
     cpu = re.search(
-        r"bot CPU per sequential turn \(user \+ system\): floor ([\d.]+) ms, streaming off ([\d.]+) ms", out
+        r"bot CPU per sequential turn \(user \+ system\): floor beside off ([\d.]+) ms, streaming off ([\d.]+) ms",
+        out,
     )
     # The line is there; its figures are the started process's (here the tests' launcher, not the bot).
     assert cpu and float(cpu.group(2)) >= 0
