@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .day_terms import day_bm25, phrase_words
 from .index import MemoryIndex
 from .log import safe_conversation_id
 from .readers import Row
-from .rowkeys import SLOT_BITS, slot_of, slot_range
+from .rowkeys import SLOT_BITS, slot_range
 from .terms import fts_query, or_terms
 
 
@@ -330,39 +331,38 @@ def merge_candidates(words: list[Candidate], cjk: list[Candidate]) -> list[Candi
     return list(merged.values())
 
 
-def segment_scores(
-    index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4
-) -> dict[str, float]:
+def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate]) -> dict[str, float]:
     """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
 
-    Only the candidates' segments are scored: they are looked up by path, and "+rowid IN"
-    keeps SQLite from handing FTS5 one rowid at a time (each would recount the IDF). Segments
-    share their conversation's id slot, so the MATCH is also limited to the candidates' slots
-    (the whole table only when they span more than ``max_slots`` conversations).
+    Scored from the days' word counts (``day_terms``: FTS5's bm25 of the day as one document, its
+    statistics those of all days); only the candidates' days and the query's words are read.
     """
     paths = sorted({c.path for c in candidates if c.source == "conversation"})
-    if not terms or not paths:
+    phrases = phrase_words(terms)
+    words = sorted({w for phrase in phrases for w in phrase})
+    if not words or not paths:
         return {}
-    ids: dict[int, str] = dict(
-        index.query(f"SELECT id, path FROM segments WHERE path IN ({','.join('?' * len(paths))})", tuple(paths))
-    )
-    by_slot: dict[int | None, list[int]] = {}
-    for row_id in ids:
-        by_slot.setdefault(slot_of(row_id), []).append(row_id)
-    if len(by_slot) > max_slots:
-        by_slot = {None: list(ids)}
-    match = or_terms(terms)
-    queries = []
-    for slot, listed in by_slot.items():
-        low, high = slot_range(slot) if slot is not None else (0, 2**63 - 1)
-        queries.append(
-            (
-                f"SELECT rowid, -bm25(segfts) FROM segfts WHERE segfts MATCH ? AND rowid BETWEEN ? AND ? "
-                f"AND +rowid IN ({','.join('?' * len(listed))})",
-                (match, low, high, *listed),
-            )
+    days: dict[int, tuple[str, int]] = {
+        row_id: (path, tokens)
+        for row_id, path, tokens in index.query(
+            f"SELECT id, path, tokens FROM segments WHERE path IN ({','.join('?' * len(paths))})", tuple(paths)
         )
-    return {ids[row_id]: score for rows in index.query_many(queries) for row_id, score in rows}
+    }
+    if not days:
+        return {}
+    marks = ",".join("?" * len(words))
+    (stats,) = index.query("SELECT days, tokens FROM segstats")
+    days_with: dict[str, int] = dict(index.query(f"SELECT term, df FROM segdf WHERE term IN ({marks})", tuple(words)))
+    counts: dict[int, dict[str, int]] = {}
+    for seg, term, tf in index.query(
+        f"SELECT seg, term, tf FROM segterms WHERE seg IN ({','.join('?' * len(days))}) AND term IN ({marks})",
+        (*days, *words),
+    ):
+        counts.setdefault(seg, {})[term] = tf
+    return {
+        days[seg][0]: day_bm25(phrases, held, days[seg][1], days_with, stats[0], stats[1])
+        for seg, held in counts.items()
+    }
 
 
 def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:

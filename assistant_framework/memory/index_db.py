@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 #: Seconds the writer's connection waits for another connection's lock before the open fails with "database is
 #: locked" (sqlite3's own default; named so a test of a locked index can shorten it).
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -36,12 +36,32 @@ CREATE INDEX IF NOT EXISTS entries_path_seq ON entries(path, seq);
 CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
 CREATE INDEX IF NOT EXISTS entries_conv_ts ON entries(conversation, ts);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, date, scope, tokenize='porter unicode61');
-CREATE TABLE IF NOT EXISTS segments (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, conversation TEXT);
-CREATE VIRTUAL TABLE IF NOT EXISTS segfts USING fts5(body, tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS segments (
+    id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, conversation TEXT, tokens INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS segterms (seg INTEGER, term TEXT, tf INTEGER NOT NULL, PRIMARY KEY (seg, term))
+    WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS segdf (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS segstats (one INTEGER PRIMARY KEY CHECK (one = 1), days INTEGER, tokens INTEGER);
+INSERT OR IGNORE INTO segstats VALUES (1, 0, 0);
 CREATE VIRTUAL TABLE IF NOT EXISTS cjkfts USING fts5(body, tokenize='trigram');
 CREATE TABLE IF NOT EXISTS slots (conversation TEXT PRIMARY KEY, slot INTEGER UNIQUE NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT, model TEXT, vec BLOB, PRIMARY KEY (hash, model));
 """
+
+
+_TABLES = (
+    "fts",
+    "segterms",
+    "segdf",
+    "segstats",
+    "cjkfts",
+    "segments",
+    "entries",
+    "files",
+    "vectors",
+    "slots",
+    "meta",
+)
 
 
 class IndexDatabase:
@@ -127,7 +147,8 @@ class IndexDatabase:
             columns = {r[1] for r in self.conn.execute("PRAGMA table_info(fts)")} if "fts" in tables else set()
             if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date", "scope"}):
                 # An index from another version is only a cache: drop it and read the files again.
-                for name in ("fts", "segfts", "cjkfts", "segments", "entries", "files", "vectors", "slots", "meta"):
+                # (segfts: the whole-day documents of version 8 and before, now counted in segterms)
+                for name in (*_TABLES, "segfts"):
                     self.conn.execute(f"DROP TABLE IF EXISTS {name}")
             self.conn.executescript(_SCHEMA)
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
@@ -142,6 +163,8 @@ class IndexDatabase:
         self.conn.execute("DELETE FROM fts")
         self.conn.execute("DELETE FROM files")
         self.conn.execute("DELETE FROM segments")
-        self.conn.execute("DELETE FROM segfts")
+        self.conn.execute("DELETE FROM segterms")
+        self.conn.execute("DELETE FROM segdf")
+        self.conn.execute("UPDATE segstats SET days=0, tokens=0")
         self.conn.execute("DELETE FROM cjkfts")
         self.conn.execute("DELETE FROM slots")

@@ -1,5 +1,6 @@
 """What a file's entries become in the index tables: the ``entries`` rows, their FTS5 (words) and trigram
-(CJK) rows, and for a conversation-day one ``segments`` document; and their removal.
+(CJK) rows, and for a conversation-day one ``segments`` document (its words counted, ``day_terms``); and their
+removal.
 
 Row ids are laid out by conversation: each conversation gets a slot (rows of no
 conversation, the owner's data, are slot 0) and its rows take ids in
@@ -12,6 +13,7 @@ Which files to read and when is ``index.MemoryIndex``'s; every method here runs 
 from __future__ import annotations
 
 from .cjk import fold_words, has_cjk
+from .day_terms import token_counts
 from .index_db import IndexDatabase
 from .log import safe_conversation_id
 from .rowkeys import date_words, scope_token, slot_range
@@ -84,7 +86,8 @@ class IndexRows(IndexDatabase):
         return (top + 1) if top is not None else low + 1
 
     def _update_segment(self, rel: str, source: str) -> None:
-        """One conversation-day as a whole document, for ranking segments before turns."""
+        """One conversation-day as a whole document, for ranking segments before turns: its words counted
+        (``day_terms``), made from all of the day's rows."""
         if source != "conversation":
             return
         rows = self.conn.execute("SELECT text, conversation FROM entries WHERE path=? ORDER BY seq", (rel,)).fetchall()
@@ -96,33 +99,59 @@ class IndexRows(IndexDatabase):
             self.conn.execute(
                 "INSERT INTO segments (id, path, conversation) VALUES (?, ?, ?)", (seg_id, rel, rows[0][1])
             )
-            self.conn.execute(
-                "INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, fold_words("\n".join(r[0] for r in rows)))
-            )
+            self.conn.execute("UPDATE segstats SET days = days + 1")
+            self._count_words(seg_id, "\n".join(r[0] for r in rows))
 
     def _extend_segment(self, rel: str, source: str, entries: list[Entry]) -> None:
-        """Lines appended to a conversation-day (``entries``, after every row the day had): its document grows by
-        their text, as ``_update_segment`` would make it again from all of the day's rows. Reading those rows back
-        and folding them again cost a pass over the whole day for each turn indexed (a day's turns cost its
-        length squared)."""
+        """Lines appended to a conversation-day (``entries``, after every row the day had): the day gains their
+        words, as ``_update_segment`` would count them again from all of the day's rows. Only the new text is
+        tokenized: the day's whole document, rewritten per turn, cost a day's turns its length squared."""
         if source != "conversation" or not entries:
             return
-        row = self.conn.execute(
-            "SELECT s.id, f.body FROM segments s CROSS JOIN segfts f ON f.rowid = s.id WHERE s.path=?", (rel,)
-        ).fetchone()
+        row = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
         if row is None:  # the day's first rows, or its segment gone: made from all of them
             self._update_segment(rel, source)
             return
-        seg_id, body = row
-        added = fold_words("\n".join(e.text for e in entries))
-        self.conn.execute("DELETE FROM segfts WHERE rowid=?", (seg_id,))
-        self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, f"{body}\n{added}"))
+        self._count_words(row[0], "\n".join(e.text for e in entries))
+
+    def _count_words(self, seg_id: int, text: str) -> None:
+        """Add ``text``'s words to a day's counts, and a day to each word's day count where it is new there."""
+        counts = token_counts(fold_words(text))
+        if not counts:
+            return
+        words = list(counts)
+        known: set[str] = set()
+        for start in range(0, len(words), 500):
+            part = words[start : start + 500]
+            known.update(
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT term FROM segterms WHERE seg=? AND term IN ({','.join('?' * len(part))})", (seg_id, *part)
+                )
+            )
+        self.conn.executemany(
+            "INSERT INTO segterms (seg, term, tf) VALUES (?, ?, ?) "
+            "ON CONFLICT (seg, term) DO UPDATE SET tf = tf + excluded.tf",
+            ((seg_id, w, n) for w, n in counts.items()),
+        )
+        self.conn.executemany(
+            "INSERT INTO segdf (term, df) VALUES (?, 1) ON CONFLICT (term) DO UPDATE SET df = df + 1",
+            ((w,) for w in words if w not in known),
+        )
+        added = sum(counts.values())
+        self.conn.execute("UPDATE segments SET tokens = tokens + ? WHERE id=?", (added, seg_id))
+        self.conn.execute("UPDATE segstats SET tokens = tokens + ?", (added,))
 
     def _delete_segment(self, rel: str) -> None:
-        row = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
+        row = self.conn.execute("SELECT id, tokens FROM segments WHERE path=?", (rel,)).fetchone()
         if row:
-            self.conn.execute("DELETE FROM segfts WHERE rowid=?", (row[0],))
-            self.conn.execute("DELETE FROM segments WHERE id=?", (row[0],))
+            seg_id, tokens = row
+            of_day = "term IN (SELECT term FROM segterms WHERE seg=?)"
+            self.conn.execute(f"UPDATE segdf SET df = df - 1 WHERE {of_day}", (seg_id,))
+            self.conn.execute(f"DELETE FROM segdf WHERE df <= 0 AND {of_day}", (seg_id,))
+            self.conn.execute("DELETE FROM segterms WHERE seg=?", (seg_id,))
+            self.conn.execute("DELETE FROM segments WHERE id=?", (seg_id,))
+            self.conn.execute("UPDATE segstats SET days = days - 1, tokens = tokens - ?", (tokens,))
 
     def _delete_rows(self, rel: str) -> None:
         self._delete_segment(rel)
