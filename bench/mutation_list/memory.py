@@ -219,10 +219,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "memory-segment-keeps-only-the-last-turn",
         f"{AF}/memory/index_rows.py",
-        'self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, f"{body}\\n{added}"))',
-        'self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, added))',
-        "a conversation-day's segment holds only its last indexed turn: whole days rank by one line",
+        '"ON CONFLICT (seg, term) DO UPDATE SET tf = tf + excluded.tf",',
+        '"ON CONFLICT (seg, term) DO UPDATE SET tf = excluded.tf",',
+        "a conversation-day's word counts hold only its last indexed turn's: whole days rank by one line",
         ("test_memory_fast_paths.py",),
+    ),
+    Mutation(
+        "memory-day-counted-again-each-turn",
+        f"{AF}/memory/index_rows.py",
+        "        if row is None:  # the day's first rows, or its segment gone: made from all of them",
+        "        if True:  # the day's first rows, or its segment gone: made from all of them",
+        "each turn indexed tokenizes its whole conversation-day again: a day's turns cost its length squared",
+        ("test_memory_day_terms.py",),
     ),
     Mutation(
         "spending-estimate-without-the-template",
