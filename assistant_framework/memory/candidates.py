@@ -342,27 +342,24 @@ def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candid
     words = sorted({w for phrase in phrases for w in phrase})
     if not words or not paths:
         return {}
-    days: dict[int, tuple[str, int]] = {
-        row_id: (path, tokens)
-        for row_id, path, tokens in index.query(
-            f"SELECT id, path, tokens FROM segments WHERE path IN ({','.join('?' * len(paths))})", tuple(paths)
-        )
-    }
-    if not days:
+    # One read: the candidates' days' counts of the query's words, each word's number of days, the totals.
+    rows = index.query(
+        "SELECT s.path, s.tokens, t.term, t.tf, d.df, st.days, st.tokens FROM segments s "
+        "CROSS JOIN segterms t ON t.seg = s.id CROSS JOIN segdf d ON d.term = t.term CROSS JOIN segstats st "
+        f"WHERE s.path IN ({','.join('?' * len(paths))}) AND t.term IN ({','.join('?' * len(words))})",
+        (*paths, *words),
+    )
+    counts: dict[str, dict[str, int]] = {}
+    tokens: dict[str, int] = {}
+    days_with: dict[str, int] = {}
+    for path, day_tokens, term, tf, df, _, _ in rows:
+        counts.setdefault(path, {})[term] = tf
+        tokens[path] = day_tokens
+        days_with[term] = df
+    if not rows:
         return {}
-    marks = ",".join("?" * len(words))
-    (stats,) = index.query("SELECT days, tokens FROM segstats")
-    days_with: dict[str, int] = dict(index.query(f"SELECT term, df FROM segdf WHERE term IN ({marks})", tuple(words)))
-    counts: dict[int, dict[str, int]] = {}
-    for seg, term, tf in index.query(
-        f"SELECT seg, term, tf FROM segterms WHERE seg IN ({','.join('?' * len(days))}) AND term IN ({marks})",
-        (*days, *words),
-    ):
-        counts.setdefault(seg, {})[term] = tf
-    return {
-        days[seg][0]: day_bm25(phrases, held, days[seg][1], days_with, stats[0], stats[1])
-        for seg, held in counts.items()
-    }
+    days, total = rows[0][5], rows[0][6]
+    return {path: day_bm25(phrases, held, tokens[path], days_with, days, total) for path, held in counts.items()}
 
 
 def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:

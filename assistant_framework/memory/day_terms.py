@@ -11,10 +11,10 @@ counts and the query's words are the words FTS5 would see.
 
 from __future__ import annotations
 
+import functools
 import math
 import sqlite3
 import threading
-from collections import Counter
 from collections.abc import Mapping
 
 # FTS5's bm25() constants (fts5_aux.c).
@@ -32,31 +32,35 @@ def _scratch() -> sqlite3.Connection:
         conn = sqlite3.connect(":memory:", isolation_level=None)
         conn.execute("CREATE VIRTUAL TABLE words USING fts5(body, content='', tokenize='porter unicode61')")
         conn.execute("CREATE VIRTUAL TABLE positions USING fts5vocab(words, 'instance')")
+        conn.execute("CREATE VIRTUAL TABLE totals USING fts5vocab(words, 'row')")
         _local.conn = conn
     return conn
 
 
-def _tokenized(texts: list[str]) -> list[list[str]]:
-    """Each text's words in order, as FTS5's ``porter unicode61`` cuts and stems them."""
+def token_counts(text: str) -> dict[str, int]:
+    """The words of ``text`` (already folded, ``cjk.fold_words``) with their counts: what a day gains."""
     conn = _scratch()
     try:
-        conn.executemany("INSERT INTO words (rowid, body) VALUES (?, ?)", enumerate(texts, 1))
-        out: list[list[str]] = [[] for _ in texts]
-        for doc, term in conn.execute("SELECT doc, term FROM positions ORDER BY doc, offset"):
-            out[doc - 1].append(term)
-        return out
+        conn.execute("INSERT INTO words (rowid, body) VALUES (1, ?)", (text,))
+        return dict(conn.execute("SELECT term, cnt FROM totals"))
     finally:
         conn.execute("INSERT INTO words (words) VALUES ('delete-all')")
 
 
-def token_counts(text: str) -> Counter[str]:
-    """The words of ``text`` (already folded, ``cjk.fold_words``) with their counts: what a day gains."""
-    return Counter(_tokenized([text])[0])
-
-
 def phrase_words(terms: list[str]) -> list[list[str]]:
-    """Each query term's words (a term like ``foo_bar`` is two; ``_`` none)."""
-    return _tokenized(terms) if terms else []
+    """Each query term's words in order, as FTS5 cuts and stems them (a term like ``foo_bar`` is two; ``_``
+    none)."""
+    return [list(_term_words(t)) for t in terms]
+
+
+@functools.lru_cache(maxsize=4096)  # recall's words repeat; a miss costs a tokenizing round trip
+def _term_words(term: str) -> tuple[str, ...]:
+    conn = _scratch()
+    try:
+        conn.execute("INSERT INTO words (rowid, body) VALUES (1, ?)", (term,))
+        return tuple(t for (t,) in conn.execute("SELECT term FROM positions ORDER BY offset"))
+    finally:
+        conn.execute("INSERT INTO words (words) VALUES ('delete-all')")
 
 
 def day_bm25(
