@@ -10,7 +10,7 @@ import pytest
 
 from assistant_framework.config.settings import RankingSettings
 from assistant_framework.memory import MemoryService
-from assistant_framework.memory.candidates import slot_shares
+from assistant_framework.memory.candidates import segment_scores, slot_shares
 from assistant_framework.memory.search import Scope, bm25_candidates, query_terms, search
 from assistant_framework.workspace import Workspace
 
@@ -115,6 +115,14 @@ def test_unscoped_cap_scores_the_newest_of_each_conversation(service):
     assert len(full) == 14 and full[0].ref in {_ref(n) for n in range(1, 7)} | {"other:2026-05-02:1"}
     large = bm25_candidates(service.index, terms, Scope(), 200, unscoped_cap=100)
     assert [(c.id, c.bm25) for c in large] == [(c.id, c.bm25) for c in full]
+
+
+def test_whole_day_scores_are_the_same_by_slot_and_by_path(service):
+    terms = query_terms("kiwi orchard")
+    found = bm25_candidates(service.index, terms, Scope(), 200)
+    by_slot = segment_scores(service.index, terms, found, max_slots=10)
+    by_path = segment_scores(service.index, terms, found, max_slots=0)
+    assert by_slot and by_path == pytest.approx(by_slot)
 
 
 def test_a_recalled_turn_logged_untrusted_is_outside_without_reading_the_log(service):

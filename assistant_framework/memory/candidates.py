@@ -18,7 +18,7 @@ from .day_terms import day_bm25, phrase_words
 from .index import MemoryIndex
 from .log import safe_conversation_id
 from .readers import Row
-from .rowkeys import SLOT_BITS, slot_range
+from .rowkeys import SLOT_BITS, slot_of, slot_range
 from .terms import fts_query, or_terms
 
 
@@ -331,35 +331,47 @@ def merge_candidates(words: list[Candidate], cjk: list[Candidate]) -> list[Candi
     return list(merged.values())
 
 
-def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate]) -> dict[str, float]:
+def segment_scores(
+    index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4
+) -> dict[str, float]:
     """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
 
     Scored from the days' word counts (``day_terms``: FTS5's bm25 of the day as one document, its
-    statistics those of all days); only the candidates' days and the query's words are read.
+    statistics those of all days). The counts are keyed word first and a day's id is in its
+    conversation's slot, so each query word's days are read as one range per slot of the
+    candidates (one seek per word and day when they span more than ``max_slots`` conversations).
     """
     paths = sorted({c.path for c in candidates if c.source == "conversation"})
     phrases = phrase_words(terms)
     words = sorted({w for phrase in phrases for w in phrase})
     if not words or not paths:
         return {}
-    # One read: the candidates' days' counts of the query's words, each word's number of days, the totals.
-    rows = index.query(
-        "SELECT s.path, s.tokens, t.term, t.tf, d.df, st.days, st.tokens FROM segments s "
-        "CROSS JOIN segterms t ON t.seg = s.id CROSS JOIN segdf d ON d.term = t.term CROSS JOIN segstats st "
-        f"WHERE s.path IN ({','.join('?' * len(paths))}) AND t.term IN ({','.join('?' * len(words))})",
-        (*paths, *words),
-    )
-    counts: dict[str, dict[str, int]] = {}
-    tokens: dict[str, int] = {}
+    days: dict[int, tuple[str, int]] = {
+        row_id: (path, tokens)
+        for row_id, path, tokens in index.query(
+            f"SELECT id, path, tokens FROM segments WHERE path IN ({','.join('?' * len(paths))})", tuple(paths)
+        )
+    }
+    slots = sorted({slot_of(row_id) for row_id in days})
+    read = "SELECT t.seg, t.term, t.tf, d.df, st.days, st.tokens FROM segterms t CROSS JOIN segdf d ON d.term = t.term "
+    read += f"CROSS JOIN segstats st WHERE t.term IN ({','.join('?' * len(words))}) AND "
+    if len(slots) <= max_slots:
+        sql = " UNION ALL ".join([read + "t.seg BETWEEN ? AND ?"] * len(slots))
+        params: tuple[Any, ...] = tuple(p for slot in slots for p in (*words, *slot_range(slot)))
+    else:
+        sql, params = read + f"t.seg IN ({','.join('?' * len(days))})", (*words, *days)
+    rows = index.query(sql, params) if days else []
+    counts: dict[int, dict[str, int]] = {}
     days_with: dict[str, int] = {}
-    for path, day_tokens, term, tf, df, _, _ in rows:
-        counts.setdefault(path, {})[term] = tf
-        tokens[path] = day_tokens
-        days_with[term] = df
-    if not rows:
-        return {}
-    days, total = rows[0][5], rows[0][6]
-    return {path: day_bm25(phrases, held, tokens[path], days_with, days, total) for path, held in counts.items()}
+    for seg, term, tf, df, _, _ in rows:
+        if seg in days:  # the slot's other days
+            counts.setdefault(seg, {})[term] = tf
+            days_with[term] = df
+    all_days, all_tokens = (rows[0][4], rows[0][5]) if rows else (0, 0)
+    return {
+        days[seg][0]: day_bm25(phrases, held, days[seg][1], days_with, all_days, all_tokens)
+        for seg, held in counts.items()
+    }
 
 
 def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:

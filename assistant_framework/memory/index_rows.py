@@ -119,39 +119,49 @@ class IndexRows(IndexDatabase):
         counts = token_counts(fold_words(text))
         if not counts:
             return
-        words = list(counts)
-        known: set[str] = set()
-        for start in range(0, len(words), 500):
-            part = words[start : start + 500]
-            known.update(
-                r[0]
-                for r in self.conn.execute(
-                    f"SELECT term FROM segterms WHERE seg=? AND term IN ({','.join('?' * len(part))})", (seg_id, *part)
-                )
-            )
+        known = self._day_counts(seg_id, list(counts))
         self.conn.executemany(
-            "INSERT INTO segterms (seg, term, tf) VALUES (?, ?, ?) "
-            "ON CONFLICT (seg, term) DO UPDATE SET tf = tf + excluded.tf",
-            ((seg_id, w, n) for w, n in counts.items()),
+            "INSERT INTO segterms (term, seg, tf) VALUES (?, ?, ?) "
+            "ON CONFLICT (term, seg) DO UPDATE SET tf = tf + excluded.tf",
+            ((w, seg_id, n) for w, n in counts.items()),
         )
         self.conn.executemany(
             "INSERT INTO segdf (term, df) VALUES (?, 1) ON CONFLICT (term) DO UPDATE SET df = df + 1",
-            ((w,) for w in words if w not in known),
+            ((w,) for w in counts if w not in known),
         )
         added = sum(counts.values())
         self.conn.execute("UPDATE segments SET tokens = tokens + ? WHERE id=?", (added, seg_id))
         self.conn.execute("UPDATE segstats SET tokens = tokens + ?", (added,))
 
+    def _day_counts(self, seg_id: int, words: list[str]) -> dict[str, int]:
+        """The day's counts of these words (the ones it holds)."""
+        held: dict[str, int] = {}
+        for start in range(0, len(words), 500):
+            part = words[start : start + 500]
+            held.update(
+                self.conn.execute(
+                    f"SELECT term, tf FROM segterms WHERE seg=? AND term IN ({','.join('?' * len(part))})",
+                    (seg_id, *part),
+                )
+            )
+        return held
+
     def _delete_segment(self, rel: str) -> None:
         row = self.conn.execute("SELECT id, tokens FROM segments WHERE path=?", (rel,)).fetchone()
-        if row:
-            seg_id, tokens = row
-            of_day = "term IN (SELECT term FROM segterms WHERE seg=?)"
-            self.conn.execute(f"UPDATE segdf SET df = df - 1 WHERE {of_day}", (seg_id,))
-            self.conn.execute(f"DELETE FROM segdf WHERE df <= 0 AND {of_day}", (seg_id,))
-            self.conn.execute("DELETE FROM segterms WHERE seg=?", (seg_id,))
-            self.conn.execute("DELETE FROM segments WHERE id=?", (seg_id,))
-            self.conn.execute("UPDATE segstats SET days = days - 1, tokens = tokens - ?", (tokens,))
+        if not row:
+            return
+        seg_id, tokens = row
+        # The counts are keyed word first (recall reads a word's days), so the day's words are found from its rows,
+        # still there: counted again, as a re-read of the file does anyway.
+        texts = self.conn.execute("SELECT text FROM entries WHERE path=?", (rel,))
+        held = self._day_counts(seg_id, list(token_counts(fold_words("\n".join(t for (t,) in texts)))))
+        if sum(held.values()) != tokens:  # rows gone before their day (a purged source): every word's row read
+            held = dict(self.conn.execute("SELECT term, tf FROM segterms WHERE seg=?", (seg_id,)))
+        self.conn.executemany("DELETE FROM segterms WHERE term=? AND seg=?", ((w, seg_id) for w in held))
+        self.conn.executemany("UPDATE segdf SET df = df - 1 WHERE term=?", ((w,) for w in held))
+        self.conn.executemany("DELETE FROM segdf WHERE term=? AND df <= 0", ((w,) for w in held))
+        self.conn.execute("DELETE FROM segments WHERE id=?", (seg_id,))
+        self.conn.execute("UPDATE segstats SET days = days - 1, tokens = tokens - ?", (tokens,))
 
     def _delete_rows(self, rel: str) -> None:
         self._delete_segment(rel)

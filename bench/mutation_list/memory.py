@@ -219,8 +219,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "memory-segment-keeps-only-the-last-turn",
         f"{AF}/memory/index_rows.py",
-        '"ON CONFLICT (seg, term) DO UPDATE SET tf = tf + excluded.tf",',
-        '"ON CONFLICT (seg, term) DO UPDATE SET tf = excluded.tf",',
+        '"ON CONFLICT (term, seg) DO UPDATE SET tf = tf + excluded.tf",',
+        '"ON CONFLICT (term, seg) DO UPDATE SET tf = excluded.tf",',
         "a conversation-day's word counts hold only its last indexed turn's: whole days rank by one line",
         ("test_memory_fast_paths.py",),
     ),
