@@ -125,6 +125,14 @@ def test_memory_search():
     assert [(r[0], r[1]) for r in rows] == [("500", "500"), ("2k", "2000")]
 
 
+def test_day_index():
+    out = check_ok(bench("day_index"))
+    header, rows = table_rows(out, "day")
+    assert header[2] == "one turn indexed, CPU ms p50" and [r[0] for r in rows][:2] == ["5 kB", "20 kB"]
+    header, rows = table_rows(out, "turns")
+    assert "whole-day BM25 ms, recall p50 / p95" in header and [r[0] for r in rows] == ["500"]
+
+
 def test_serve_mcp_memory_search():
     out = check_ok(bench("serve_mcp"))
     header, rows = table_rows(out, "files")
