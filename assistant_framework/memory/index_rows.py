@@ -100,7 +100,7 @@ class IndexRows(IndexDatabase):
                 "INSERT INTO segments (id, path, conversation) VALUES (?, ?, ?)", (seg_id, rel, rows[0][1])
             )
             self.conn.execute("UPDATE segstats SET days = days + 1")
-            self._count_words(seg_id, "\n".join(r[0] for r in rows))
+            self._count_words(seg_id, "\n".join(r[0] for r in rows), new_day=True)
 
     def _extend_segment(self, rel: str, source: str, entries: list[Entry]) -> None:
         """Lines appended to a conversation-day (``entries``, after every row the day had): the day gains their
@@ -114,12 +114,12 @@ class IndexRows(IndexDatabase):
             return
         self._count_words(row[0], "\n".join(e.text for e in entries))
 
-    def _count_words(self, seg_id: int, text: str) -> None:
+    def _count_words(self, seg_id: int, text: str, new_day: bool = False) -> None:
         """Add ``text``'s words to a day's counts, and a day to each word's day count where it is new there."""
         counts = token_counts(fold_words(text))
         if not counts:
             return
-        known = self._day_counts(seg_id, list(counts))
+        known = {} if new_day else self._day_counts(seg_id, list(counts))
         self.conn.executemany(
             "INSERT INTO segterms (term, seg, tf) VALUES (?, ?, ?) "
             "ON CONFLICT (term, seg) DO UPDATE SET tf = tf + excluded.tf",
