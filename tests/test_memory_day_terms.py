@@ -155,9 +155,8 @@ def test_an_index_from_before_the_day_counts_is_rebuilt_once_and_loses_nothing(t
         "UPDATE meta SET value='8' WHERE key='schema';"
     )
     db.close()
-    svc = _service(tmp_path)
+    svc = _service(tmp_path)  # refilled as it opens, not at the first idle refresh
     try:
-        svc.refresh()
         assert {h.ref for h in svc.search("apricot jam", limit=10)} >= {f"alice:2026-06-03:{n}" for n in range(1, 6)}
         assert any(h.path == "notes/pantry.md" for h in svc.search("apricot pantry", limit=10))
         tables = {r[0] for r in svc.index.query("SELECT name FROM sqlite_master")}

@@ -80,6 +80,7 @@ class MemoryIndex(IndexRows):
         self.lock = threading.RLock()
         self.readers = ReaderPool(self.db_path)
         self.moved_aside = None  # where a broken index file went; the caller refills
+        self.emptied = False  # an index of another schema version was dropped; the caller refills
         self._skipped: set[str] = set()  # files that could not be read, warned about once
         try:
             self.conn = self._open()

@@ -66,7 +66,7 @@ _TABLES = (
 
 class IndexDatabase:
     """The SQLite side of ``MemoryIndex``: it sets ``workspace``, ``db_path``, ``lock``, ``readers``,
-    ``conn``, ``moved_aside``, ``_rel`` and ``_file_id`` in its ``__init__``."""
+    ``conn``, ``moved_aside``, ``emptied``, ``_rel`` and ``_file_id`` in its ``__init__``."""
 
     workspace: Workspace
     db_path: Path
@@ -74,6 +74,7 @@ class IndexDatabase:
     readers: ReaderPool
     conn: sqlite3.Connection
     moved_aside: str | None
+    emptied: bool
     _rel: str
     _file_id: tuple[int, int] | None
 
@@ -146,7 +147,8 @@ class IndexDatabase:
             )
             columns = {r[1] for r in self.conn.execute("PRAGMA table_info(fts)")} if "fts" in tables else set()
             if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date", "scope"}):
-                # An index from another version is only a cache: drop it and read the files again.
+                # An index from another version is only a cache: drop it and read the files again (the caller refills).
+                self.emptied = True
                 # (segfts: the whole-day documents of version 8 and before, now counted in segterms)
                 for name in (*_TABLES, "segfts"):
                     self.conn.execute(f"DROP TABLE IF EXISTS {name}")

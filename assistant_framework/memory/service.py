@@ -109,7 +109,7 @@ class MemoryService:
                 else:  # the config changed since: extraction is off, or this chat is excluded now
                     self.journal.remove([exchange])
         self._closed = False
-        if self.index.moved_aside:  # a broken index was replaced by an empty one: refill it now
+        if self.index.moved_aside or self.index.emptied:  # a broken or older index was emptied: refill it now
             if self.worker is not None:
                 self.worker.submit(self.refresh, "rebuild the memory index")
             else:
