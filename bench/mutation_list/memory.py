@@ -225,6 +225,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_memory_fast_paths.py",),
     ),
     Mutation(
+        "memory-older-index-not-refilled",
+        f"{AF}/memory/service.py",
+        "        if self.index.moved_aside or self.index.emptied:",
+        "        if self.index.moved_aside:",
+        "an index of an older schema, dropped as it opens, stays empty until the first idle refresh: recall finds no"
+        " earlier turn meanwhile",
+        ("test_memory_day_terms.py",),
+    ),
+    Mutation(
         "memory-day-counted-again-each-turn",
         f"{AF}/memory/index_rows.py",
         "        if row is None:  # the day's first rows, or its segment gone: made from all of them",
