@@ -5,8 +5,9 @@ rewriting that row after each turn tokenized the whole day twice (its delete and
 cost its length squared. The index keeps instead, per day, each word's count (``segterms``), the day's length in
 words (``segments.tokens``), each word's number of days (``segdf``) and the totals (``segstats``); a turn adds
 its own words only. ``day_bm25`` is FTS5's ``bm25()`` formula over those counts, so a day scores as it did as one
-row. Words are cut by FTS5's own tokenizer (``porter unicode61``, in a private in-memory database), so the
-counts and the query's words are the words FTS5 would see.
+row. Words are cut by FTS5's own tokenizer (``porter unicode61``, ``scratch_tables``), so the
+counts and the query's words are the words FTS5 would see: the index writer's own ``temp`` tables for a day's text
+(counted without a row per word in Python), a private in-memory database for a query's words.
 """
 
 from __future__ import annotations
@@ -25,26 +26,25 @@ _MIN_IDF = 1e-6
 _local = threading.local()
 
 
+def scratch_tables(conn: sqlite3.Connection, schema: str = "main") -> None:
+    """A contentless FTS5 table ``words`` cutting text as the index does, and its words' positions (``positions``)
+    and counts (``counts``), in ``schema`` of ``conn`` (the index writer's ``temp``, or a private database)."""
+    where = "temp, " if schema == "temp" else ""
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.words USING fts5(body, content='', tokenize='porter unicode61')"
+    )
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.positions USING fts5vocab({where}words, 'instance')")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.counts USING fts5vocab({where}words, 'row')")
+
+
 def _scratch() -> sqlite3.Connection:
-    """This thread's tokenizing database: a contentless FTS5 table and its word positions."""
+    """This thread's tokenizing database (recall's reader connections may not write, not even to ``temp``)."""
     conn: sqlite3.Connection | None = getattr(_local, "conn", None)
     if conn is None:
         conn = sqlite3.connect(":memory:", isolation_level=None)
-        conn.execute("CREATE VIRTUAL TABLE words USING fts5(body, content='', tokenize='porter unicode61')")
-        conn.execute("CREATE VIRTUAL TABLE positions USING fts5vocab(words, 'instance')")
-        conn.execute("CREATE VIRTUAL TABLE totals USING fts5vocab(words, 'row')")
+        scratch_tables(conn)
         _local.conn = conn
     return conn
-
-
-def token_counts(text: str) -> dict[str, int]:
-    """The words of ``text`` (already folded, ``cjk.fold_words``) with their counts: what a day gains."""
-    conn = _scratch()
-    try:
-        conn.execute("INSERT INTO words (rowid, body) VALUES (1, ?)", (text,))
-        return dict(conn.execute("SELECT term, cnt FROM totals"))
-    finally:
-        conn.execute("INSERT INTO words (words) VALUES ('delete-all')")
 
 
 def phrase_words(terms: list[str]) -> list[list[str]]:

@@ -13,7 +13,7 @@ Which files to read and when is ``index.MemoryIndex``'s; every method here runs 
 from __future__ import annotations
 
 from .cjk import fold_words, has_cjk
-from .day_terms import token_counts
+from .day_terms import scratch_tables
 from .index_db import IndexDatabase
 from .log import safe_conversation_id
 from .rowkeys import date_words, scope_token, slot_range
@@ -116,22 +116,36 @@ class IndexRows(IndexDatabase):
 
     def _count_words(self, seg_id: int, text: str, new_day: bool = False) -> None:
         """Add ``text``'s words to a day's counts, and a day to each word's day count where it is new there."""
-        counts = token_counts(fold_words(text))
-        if not counts:
-            return
-        known = {} if new_day else self._day_counts(seg_id, list(counts))
-        self.conn.executemany(
-            "INSERT INTO segterms (term, seg, tf) VALUES (?, ?, ?) "
-            "ON CONFLICT (term, seg) DO UPDATE SET tf = tf + excluded.tf",
-            ((w, seg_id, n) for w, n in counts.items()),
-        )
-        self.conn.executemany(
-            "INSERT INTO segdf (term, df) VALUES (?, 1) ON CONFLICT (term) DO UPDATE SET df = df + 1",
-            ((w,) for w in counts if w not in known),
-        )
-        added = sum(counts.values())
-        self.conn.execute("UPDATE segments SET tokens = tokens + ? WHERE id=?", (added, seg_id))
-        self.conn.execute("UPDATE segstats SET tokens = tokens + ?", (added,))
+        self._cut_words(text)
+        try:
+            added = self.conn.execute("SELECT total(cnt) FROM temp.counts").fetchone()[0]
+            if not added:
+                return
+            # A day more for each word the day did not hold yet (before its counts below make it hold them).
+            self.conn.execute(
+                "INSERT INTO segdf (term, df) SELECT term, 1 FROM temp.counts c "
+                + (
+                    "WHERE true "
+                    if new_day
+                    else "WHERE NOT EXISTS (SELECT 1 FROM segterms WHERE term=c.term AND seg=?) "
+                )
+                + "ON CONFLICT (term) DO UPDATE SET df = df + 1",
+                () if new_day else (seg_id,),
+            )
+            self.conn.execute(
+                "INSERT INTO segterms (term, seg, tf) SELECT term, ?, cnt FROM temp.counts WHERE true "
+                "ON CONFLICT (term, seg) DO UPDATE SET tf = tf + excluded.tf",
+                (seg_id,),
+            )
+            self.conn.execute("UPDATE segments SET tokens = tokens + ? WHERE id=?", (int(added), seg_id))
+            self.conn.execute("UPDATE segstats SET tokens = tokens + ?", (int(added),))
+        finally:
+            self.conn.execute("INSERT INTO temp.words (words) VALUES ('delete-all')")
+
+    def _cut_words(self, text: str) -> None:
+        """``text`` (folded) into the writer's scratch FTS5 table: its words counted in ``temp.counts``."""
+        scratch_tables(self.conn, "temp")
+        self.conn.execute("INSERT INTO temp.words (rowid, body) VALUES (1, ?)", (fold_words(text),))
 
     def _day_counts(self, seg_id: int, words: list[str]) -> dict[str, int]:
         """The day's counts of these words (the ones it holds)."""
@@ -154,7 +168,11 @@ class IndexRows(IndexDatabase):
         # The counts are keyed word first (recall reads a word's days), so the day's words are found from its rows,
         # still there: counted again, as a re-read of the file does anyway.
         texts = self.conn.execute("SELECT text FROM entries WHERE path=?", (rel,))
-        held = self._day_counts(seg_id, list(token_counts(fold_words("\n".join(t for (t,) in texts)))))
+        self._cut_words("\n".join(t for (t,) in texts))
+        try:
+            held = self._day_counts(seg_id, [w for (w,) in self.conn.execute("SELECT term FROM temp.counts")])
+        finally:
+            self.conn.execute("INSERT INTO temp.words (words) VALUES ('delete-all')")
         if sum(held.values()) != tokens:  # rows gone before their day (a purged source): every word's row read
             held = dict(self.conn.execute("SELECT term, tf FROM segterms WHERE seg=?", (seg_id,)))
         self.conn.executemany("DELETE FROM segterms WHERE term=? AND seg=?", ((w, seg_id) for w in held))
