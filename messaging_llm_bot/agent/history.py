@@ -139,7 +139,12 @@ class HistoryStore:
         return f"{conversation_dir(conversation_id)}/history.json"
 
     def load(self, conversation_id: str) -> list[Message]:
-        """The stored history (oldest first); an unreadable file counts as empty."""
+        """The stored history (oldest first), the caller's to change; an unreadable file counts as empty."""
+        return [dict(m) for m in self.view(conversation_id)]
+
+    def view(self, conversation_id: str) -> list[Message]:
+        """``load`` without copying each message: the cached messages themselves, which the caller only reads (a
+        turn's prompt: copying hundreds of them before every model call cost more than reading them)."""
         target = self.workspace.path(self._file(conversation_id))
         stamp = _stamp(target)
         cached = self._cached(conversation_id)
@@ -147,10 +152,10 @@ class HistoryStore:
             self._forget(conversation_id)
             return []
         if cached is not None and cached[0] == stamp:
-            return [dict(m) for m in cached[1]]
+            return list(cached[1])
         messages = self._read(conversation_id)
         self._keep(conversation_id, (stamp, messages, None))
-        return [dict(m) for m in messages]
+        return list(messages)
 
     def _cached(self, conversation_id: str) -> _Cached | None:
         with self._cache_lock:

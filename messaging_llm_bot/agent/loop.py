@@ -392,7 +392,7 @@ class Agent(SessionCalls):
         else:
             system = self.prompt.guest_prompt(turn.guest if turn.limit is None else turn.guest & turn.limit, two_step)
         budget, measure = history_budget(self.settings.runtime)
-        history = trim_history(self.history.load(conversation_id), budget, measure=measure)
+        history = trim_history(self.history.view(conversation_id), budget, measure=measure)  # read, never changed
         # A forwarded mail two turns ago (or a reply that restated it) is still in the prompt: its
         # text can steer this turn too.
         turn.history_original, turn.history_outside = outside_in_history(history)
