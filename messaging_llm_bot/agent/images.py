@@ -57,14 +57,14 @@ def content_text(content: object) -> str:
 
 
 def without_pixels(messages: list[Message]) -> list[Message]:
-    """Copies of ``messages`` with every image part's data URI replaced by its type and size (for traces)."""
+    """``messages`` with every image part's data URI replaced by its type and size (for traces): a message with
+    parts is a copy, one of plain text is itself (a request's messages are made for it and not changed after;
+    the trace writer redacts a copy)."""
     out = []
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):
             message = {**message, "content": [_described(part) for part in content]}
-        else:
-            message = dict(message)
         out.append(message)
     return out
 

@@ -72,13 +72,16 @@ def shrink_earlier_results(json_turn: list[Message], native_turn: list[Message],
     cut = False
     for turn in (json_turn, native_turn):
         last_answer = max((i for i, m in enumerate(turn) if m.get("role") == "assistant"), default=0)
-        for message in turn[1:last_answer]:
+        for index in range(1, last_answer):
+            message = turn[index]
             content = message.get("content")
             if message.get("role") in ("user", "tool") and isinstance(content, str) and len(content) > keep:
-                message["content"] = (
-                    f"{content[:keep]}\n[... {len(content) - keep} more characters of this earlier "
-                    "result cut: the turn no longer fit the model's context]"
-                )
+                # A new message, not the old one changed: the trace's record of the request sent before holds it.
+                turn[index] = {
+                    **message,
+                    "content": f"{content[:keep]}\n[... {len(content) - keep} more characters of this earlier "
+                    "result cut: the turn no longer fit the model's context]",
+                }
                 cut = True
     return cut
 
