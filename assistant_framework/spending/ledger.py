@@ -226,7 +226,10 @@ class SpendingLedger:
             yield
         finally:
             self._deferring.on = False
-            self.flush()
+            try:
+                self.flush()
+            except Exception:  # noqa: BLE001 - bookkeeping must not cost the turn; the next write takes them along
+                log.exception("could not write the spending counts to %s", STATE_FILE)
 
     def flush(self) -> None:
         """Write the counts kept in memory (``after_reply``) to the file."""
