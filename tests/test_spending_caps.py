@@ -288,6 +288,29 @@ def test_counts_kept_until_the_reply_is_out_are_seen_by_every_check_and_written_
     assert workspace.read_json(STATE_FILE)["runners"]["A"]["day_tokens"] == 915  # the block's end wrote nothing twice
 
 
+def test_counts_that_could_not_be_written_after_the_reply_stay_counted_and_go_with_the_next_write(workspace, caplog):
+    """The end of ``after_reply`` writes the turn's counts; when the file's lock cannot be had (another process holds
+    it past the wait), the turn goes on, the counts stay in memory, and the next write takes them along."""
+    from assistant_framework.config.settings import RunnerSettings
+    from assistant_framework.config.settings.fields import read_record
+
+    runner = read_record(RunnerSettings, {"name": "A", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
+    ledger = SpendingLedger(workspace, "Europe/Berlin")
+    real_lock = workspace.lock
+
+    def no_lock(rel: str, timeout: float = 30.0):
+        raise TimeoutError(f"{rel} is locked")
+
+    with ledger.after_reply():
+        ledger.record(runner, CallTokens(prompt=40, completion=2))
+        workspace.lock = no_lock  # type: ignore[method-assign]
+    assert "could not write the spending counts" in caplog.text
+    assert not workspace.exists(STATE_FILE) and ledger.used("A")["day_tokens"] == 42
+    workspace.lock = real_lock  # type: ignore[method-assign]
+    ledger.record(runner, CallTokens(prompt=8, completion=0))
+    assert workspace.read_json(STATE_FILE)["runners"]["A"]["day_tokens"] == 50 == ledger.used("A")["day_tokens"]
+
+
 def test_a_turns_second_call_is_checked_with_its_first_calls_count(fake, start_bot, chat_server, server_b):
     """The turn's first call reached runner A's cap (its count is not in the file until the reply is out): the
     same turn's next call, after the skill ran, goes to B."""
