@@ -6,6 +6,15 @@ from mutation_list.common import AF, CAPS, INBOX, MCP_SECRETS, MEMORY_JOURNAL, M
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
+        "caps-unwritten-write-error-reaches-the-turn",
+        f"{AF}/spending/ledger.py",
+        "            try:\n                self.flush()\n            except Exception:",
+        "            self.flush()\n            try:\n                pass\n            except Exception:",
+        "a spending file that cannot be written after the reply fails the turn: its exchange is kept only at the "
+        "next start",
+        ("test_spending_caps.py",),
+    ),
+    Mutation(
         "caps-unwritten-count-unseen",
         f"{AF}/spending/ledger.py",
         "            counts = self._read_file()\n            if self._unwritten:",
