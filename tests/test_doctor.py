@@ -484,3 +484,34 @@ def test_without_the_matrix_library_the_doctor_runs_and_names_it_only_when_matri
     ctx.config = {"matrix": {"enabled": True, "homeserver": "http://127.0.0.1:9", "user_id": "@a:b", "password": "p"}}
     [*_, line] = checks["matrix"](ctx)
     assert line.status == "fail" and "not installed" in line.detail and ".[matrix]" in line.fix
+
+
+def test_the_document_readers_memory_is_said_and_too_little_is_a_warning_naming_the_key(
+    servers, tmp_path: Path
+) -> None:
+    """docs/documents.md, *Memory*: two readers at once, one at a time (a warning), or none (a warning); the
+    key that sets it is named; a warning is no failure (exit 0); ``--json`` carries the line."""
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat)
+    Workspace(tmp_path / "ws")
+
+    def readers(megabytes: int) -> tuple[int, dict, str]:
+        (config / "documents.json").write_text(json.dumps({"reader_memory_mb": megabytes}))
+        argv = ("doctor", "--quick", "--config", str(config), "--workspace", str(tmp_path / "ws"))
+        run = run_cli(*argv, "--json")
+        text = run_cli(*argv)
+        assert text.returncode == run.returncode
+        return run.returncode, {c["name"]: c for c in json.loads(run.stdout)}["document readers"], text.stdout
+
+    code, line, _ = readers(4000)
+    assert (code, line["status"]) == (0, "ok")
+    assert line["detail"] == "2 at once, 2000 MB each (of 4000 MB: documents.reader_memory_mb)"
+    code, line, text = readers(200)
+    assert (code, line["status"]) == (0, "warn")
+    assert line["detail"] == "one at a time, 200 MB (of 200 MB: documents.reader_memory_mb); the others wait"
+    assert "config set documents.reader_memory_mb 300`" in line["fix"]
+    assert "document readers  one at a time" in text and "config set documents.reader_memory_mb 300" in text
+    code, line, _ = readers(100)
+    assert (code, line["status"]) == (0, "warn")
+    assert line["detail"].startswith("no document is read: a document reader needs 150 MB of memory and this")
+    assert "spare only 100 MB for it" in line["detail"] and "documents.reader_memory_mb 300" in line["fix"]

@@ -40,6 +40,11 @@ class ReaderMemory:
         """False when not even one reader gets ``READER_MEMORY_FLOOR``: no document is read."""
         return self.per_reader >= READER_MEMORY_FLOOR
 
+    @property
+    def source(self) -> str:
+        """Where ``budget`` comes from, as the log and the doctor say it."""
+        return "documents.reader_memory_mb" if self.configured else "half the machine's memory"
+
 
 def _meminfo_total(proc: Path) -> int | None:
     try:

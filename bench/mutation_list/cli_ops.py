@@ -108,6 +108,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         MCP_CLI,
     ),
     Mutation(
+        "doctor-readers-alone-unwarned",
+        f"{BOT}/ops/doctor/documents.py",
+        "    if memory.alone:",
+        "    if False:",
+        "a machine whose document readers run one at a time (documents.reader_memory_mb 200) passes doctor unwarned",
+        ("test_doctor.py",),
+    ),
+    Mutation(
         "doctor-offline-search-fails",
         f"{BOT}/ops/doctor/services.py",
         '    if section.backend == "duckduckgo":',

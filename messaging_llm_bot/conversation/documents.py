@@ -153,7 +153,7 @@ async def _read(area: Workspace, rel: str, kind: str, limits: DocumentSettings) 
             "documents: %s not read: the readers may take %d MB here (%s), a reader needs %d MB",
             rel,
             memory.budget // 1_000_000,
-            "documents.reader_memory_mb" if memory.configured else "half the machine's memory",
+            memory.source,
             READER_MEMORY_FLOOR // 1_000_000,
         )
         return too_little_memory(memory)

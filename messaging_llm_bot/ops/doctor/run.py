@@ -11,6 +11,7 @@ from pathlib import Path
 from messaging_llm_bot.ops.channels.doctor import FAIL, SKIP, Check, Context, channel_checks
 from messaging_llm_bot.ops.doctor.channels import check_chat_channels
 from messaging_llm_bot.ops.doctor.config import check_config
+from messaging_llm_bot.ops.doctor.documents import check_documents
 from messaging_llm_bot.ops.doctor.hooks import check_hooks
 from messaging_llm_bot.ops.doctor.jobs import check_jobs
 from messaging_llm_bot.ops.doctor.mcp import check_mcp
@@ -28,6 +29,7 @@ CheckFunction = Callable[[Context], list[Check]]
 LATER: tuple[CheckFunction, ...] = (
     check_runners,
     check_workspace,
+    check_documents,
     check_spending,
     check_jobs,
     check_plugins,
