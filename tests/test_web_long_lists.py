@@ -8,7 +8,8 @@ before.
 Before, each page listed all of them: 20,000 notes made a 2 MB page, as many facts 9 MB, chats 3.4 MB, pending
 reminders 3.6 MB, 1,000 jobs 1 MB; 450 plugin skills (each with its argument schema) and 450 that failed to load
 made a 385 kB page, 450 drafts 285 kB, 450 collectors 227 kB, and they grow with the number. The pairing codes
-waiting are not paged: there are at most 50 (conversation/pairing.py)."""
+waiting are not paged: there are at most 50 (conversation/pairing.py). "Run now" on a later page of collectors
+comes back to that page."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def site(tmp_path_factory):
     (folder / "config").mkdir()
     (folder / "config" / "jobs.json").write_text(json.dumps({"max_jobs": JOBS}), encoding="utf-8")
     for n in range(SKILLS):  # read when the site starts
-        write_collector(folder / "plugins", f"feed-{n:03d}", COLLECTOR, readme=None)
+        write_collector(folder / "plugins", f"feed-{n:03d}", COLLECTOR)
         for name, source in ((f"tool_{n:03d}", PLUGIN_SKILL), (f"broken_{n:03d}", "this is not python\n")):
             skill = folder / "plugins" / "skills" / name
             skill.mkdir(parents=True)
@@ -169,3 +170,19 @@ def test_the_next_page_shows_the_next_entries(client):
     second = get(client, pager(first, "Jobs")[1]["later"])
     shown = re.findall(r'<li class="job" id="j-(j\d+)"', first + second)
     assert len(shown) == len(set(shown)) == 2 * window.ENTRIES
+
+
+def test_run_now_on_a_later_page_of_collectors_comes_back_to_that_page(client):
+    """The "Run now" of a collector on page 2 leads back to page 2 with the run's outcome, not to page 1; on
+    page 1 the address stays without ``from=``."""
+    second = get(client, pager(get(client, "/collectors"), "Collectors")[1]["later"])
+    action = unescape(re.findall(r'<form method="post" action="(/collectors/feed-\d+/run[^"]*)"', second)[0])
+    name = action.split("/")[2]
+    answer = client.post(action)
+    assert answer.status_code == 302, answer.text[:300]
+    back = get(client, answer.headers["location"])
+    assert pager(back, "Collectors")[0].startswith(f"Collectors {window.ENTRIES + 1}–{2 * window.ENTRIES} of ")
+    assert f"<bdi>{name}</bdi>: <bdi>ok</bdi>" in back and f'id="c-{name}"' in back
+    first = re.findall(r'<form method="post" action="(/collectors/[^"]*/run[^"]*)"', get(client, "/collectors"))[0]
+    assert "from=" not in first
+    assert client.post(unescape(first)).headers["location"].startswith("/collectors?ran=")

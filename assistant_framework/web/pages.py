@@ -130,6 +130,8 @@ class CollectorsHandler(BaseHandler):
 
 class CollectorRunHandler(BaseHandler):
     async def post(self, name: str) -> None:
+        start = self.int_argument("from", 0, 0, 10**9)  # the page the button was on (its form's address)
+        shown = {"from": start} if start else {}
         runner = collector_runner(self.parts)
         if runner is None:
             raise tornado.web.HTTPError(404, "no collectors are loaded")
@@ -142,7 +144,7 @@ class CollectorRunHandler(BaseHandler):
         if self.api:
             self.send_json(outcome_dict(outcome))
         else:
-            self.redirect("/collectors?" + urlencode({"ran": name, "outcome": outcome.outcome}))
+            self.redirect("/collectors?" + urlencode({**shown, "ran": name, "outcome": outcome.outcome}))
 
 
 class UsageHandler(BaseHandler):

@@ -376,6 +376,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_web_long_lists.py",),
     ),
     Mutation(
+        "web-collectors-run-now-leaves-the-page",
+        f"{AF}/web/pages.py",
+        '        shown = {"from": start} if start else {}',
+        "        shown = {}",
+        "Run now on page 2 of the collectors goes back to page 1 (the collector run is out of sight)",
+        ("test_web_long_lists.py",),
+    ),
+    Mutation(
         "web-drafts-unpaged",
         f"{AF}/web/drafts_page.py",
         "shown = window.window(names, start, size) if size else window.Window(0, names, len(names))",
