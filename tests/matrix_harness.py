@@ -342,6 +342,21 @@ class MatrixUser:
         events = self._call("GET", f"/rooms/{quote(room)}/members")["chunk"]
         return {event["state_key"]: event["content"]["membership"] for event in events}
 
+    def invites(self) -> dict[str, dict[str, Any]]:
+        """Rooms this person is invited to now: room id -> the content of their invite (``is_direct``)."""
+        # a filter of its own each time: Synapse answers the same first sync from a cache for two minutes
+        once = json.dumps({"room": {"timeline": {"limit": next(self._txn)}}})
+        rooms = self._call("GET", "/sync", timeout=0, filter=once).get("rooms", {}).get("invite", {})
+        return {
+            room: next((e["content"] for e in info["invite_state"]["events"] if e.get("state_key") == self.user_id), {})
+            for room, info in rooms.items()
+        }
+
+    def account_data(self, kind: str) -> dict[str, Any]:
+        """This person's account data of ``kind`` (``m.direct``)."""
+        got: dict[str, Any] = self._call("GET", f"/user/{quote(self.user_id)}/account_data/{kind}")
+        return got
+
     def membership(self, room: str, user_id: str) -> dict[str, Any]:
         """The content of ``user_id``'s member event in ``room`` (``membership``, a refusal's ``reason``)."""
         got: dict[str, Any] = self._call("GET", f"/rooms/{quote(room)}/state/m.room.member/{quote(user_id)}")

@@ -154,3 +154,63 @@ def test_a_live_message_that_reached_synapse_just_before_a_kill_is_taken_over_no
     wait_until(lambda: not list((running.workspace / "state/inbox/pending").rglob("*.json")), 60, "the item done")
     answers = _answers(running)[before:]
     assert answers == ["The answer, whole, after the restart."], answers
+
+
+def test_after_a_reload_names_another_owner_a_due_job_goes_to_the_room_opened_for_them(
+    synapse: Synapse, tmp_path: Path
+) -> None:
+    """The owner is changed in the config and the old owner's ``/reload`` takes it; the new owner has never written
+    to the bot. The bot opens a direct room with them (made, they invited, ``is_direct``, marked in the bot's
+    ``m.direct``); once they join, a due job's run is there, and nothing of it reaches the old owner's rooms (it
+    waited for the new owner's first message before: channels/matrix/service.py's ``_open_owner_room``)."""
+    from datetime import UTC, datetime, timedelta
+
+    from assistant_framework.jobs import JOBS_FILE
+    from assistant_framework.workspace import Workspace
+
+    world = MatrixWorld.registered(synapse)
+    old, new, bot_id = world.owner, world.friend, world.bot.user_id
+    ws = Workspace(tmp_path / "workspace")
+    with FakeChatServer() as model:
+        settings = {
+            "llm": {"runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model"}], "stream": False},
+            "runtime": {"timezone": "UTC", "log_level": "INFO", "shutdown_timeout_seconds": 2},
+            "telegram": {"token": ""},
+            "memory": {"enabled": False},
+            "jobs": {"poll_seconds": 0.2},
+            "matrix": {
+                "enabled": True,
+                "homeserver": synapse.url,
+                "user_id": bot_id,
+                "password_env": "MATRIX_TEST_PASSWORD",
+                "allowed": [old.user_id, new.user_id],
+            },
+        }
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps(settings), encoding="utf-8")
+        old_room = world.direct_room()
+        bot = BotProcess(config, ws.root, tmp_path / "bot.log", env={"MATRIX_TEST_PASSWORD": PASSWORD})
+        with bot:
+            bot.start()
+            wait_until(lambda: _ready(bot), timeout=60, what="the bot process to log in")
+            wait_until(lambda: world.joined(old_room), timeout=30, what="the bot to join the old owner's room")
+            settings["matrix"]["owner"] = new.user_id
+            config.write_text(json.dumps(settings), encoding="utf-8")
+            old.send(old_room, "/reload")
+            wait_until(lambda: old.texts(old_room, bot_id), timeout=30, what="the answer to /reload")
+            created = (datetime.now(UTC) - timedelta(minutes=60, seconds=10)).isoformat(timespec="seconds")
+            job = {"id": "j1", "name": "water", "every_minutes": 60, "message": "Water the plants"}
+            ws.write_json(JOBS_FILE, [{**job, "created_at": created}])
+            wait_until(lambda: new.invites(), timeout=30, what="the new owner's invite")
+            invited = new.invites()
+            [room] = invited
+            assert invited[room].get("is_direct") is True
+            new.join(room)
+            wait_until(lambda: new.texts(room, bot_id), timeout=30, what="the job's run in the new owner's room")
+            assert new.texts(room, bot_id) == ["🗓 Water the plants"]
+            assert world.bot.account_data("m.direct").get(new.user_id) == [room]
+            assert world.bot.texts(old_room, bot_id) == old.texts(old_room, bot_id)  # the answer to /reload alone
+            assert not old.invites()  # the room the old owner invited the bot to is theirs: none was opened
+            assert bot.terminate() == 0
+        assert not model.chat_requests
+        assert "Traceback" not in bot.log_text()

@@ -1,5 +1,5 @@
-"""The homeserver through matrix-nio: login on one kept device, sync, send, edit, typing, join and leave, and
-media up and down with a bound.
+"""The homeserver through matrix-nio: login on one kept device, sync, send, edit, typing, join and leave, a
+direct room opened with someone, and media up and down with a bound.
 
 nio answers a failed call with an error object; here it becomes ``MatrixUnavailable`` (the server is
 unreachable, overloaded or rate limiting: try again later) or ``DeliveryError(for_good=True)`` (forbidden, no
@@ -71,6 +71,10 @@ class CallBody(TypedDict, total=False):
     """The body of a call ``raw`` makes: a leave's reason, or nothing (``{}``)."""
 
     reason: str
+
+
+#: The bot's ``m.direct`` account data: each person's direct rooms, as Matrix clients mark them.
+DirectRooms = dict[str, list[str]]
 
 
 class MatrixUnavailable(Exception):
@@ -173,6 +177,26 @@ class MatrixClient:
         path = f"/_matrix/client/v3/rooms/{quote(room_id)}/leave"
         await self.raw("POST", path, {"reason": reason} if reason else {})
 
+    async def open_direct(self, user_id: str) -> str:
+        """A new direct room with ``user_id`` invited (``is_direct``, unencrypted), marked in the bot's
+        ``m.direct`` as clients expect: its id. The mark is best effort (logged): the room is there either way."""
+        created = self.nio.room_create(is_direct=True, invite=[user_id], preset=nio.RoomPreset.trusted_private_chat)
+        room_id = str((await self._call("create a direct room", created)).room_id)
+        path = f"/_matrix/client/v3/user/{quote(self.user_id)}/account_data/m.direct"
+        try:
+            try:
+                marked = await self.raw("GET", path, None)
+            except DeliveryError:  # M_NOT_FOUND: nothing marked yet
+                marked = {}
+            direct: DirectRooms = {
+                k: [r for r in v if isinstance(r, str)] for k, v in marked.items() if isinstance(v, list)
+            }
+            direct[user_id] = [*direct.get(user_id, []), room_id]
+            await self.raw("PUT", path, direct)
+        except (MatrixUnavailable, DeliveryError) as err:
+            log.warning("matrix: %s is not marked as a direct room in m.direct: %s", room_id, err)
+        return room_id
+
     async def joined_encrypted(self, room_id: str) -> bool:
         """Whether ``room_id`` has end-to-end encryption turned on (its ``m.room.encryption`` state)."""
         path = f"/_matrix/client/v3/rooms/{quote(room_id)}/state/m.room.encryption/"
@@ -182,7 +206,9 @@ class MatrixClient:
             return False  # M_NOT_FOUND: no such state event
         return True
 
-    async def raw(self, method: str, path: str, body: CallBody | None, *, auth: bool = True) -> JsonObject:
+    async def raw(
+        self, method: str, path: str, body: CallBody | DirectRooms | None, *, auth: bool = True
+    ) -> JsonObject:
         """One client-server call nio has no method for; its JSON answer (read by the caller)."""
         session = await self._session()
         try:

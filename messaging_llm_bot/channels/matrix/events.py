@@ -131,7 +131,11 @@ class SyncReader:
     async def handle(self, answer: nio.SyncResponse, *, skip_timeline: bool) -> bool:
         """Every invite and message of one sync answer; False when a stop came before all were stored."""
         for room_id, invite in answer.rooms.invite.items():
-            await self.on_invite(room_id, [e.source for e in invite.invite_state if hasattr(e, "source")])
+            # nio takes a member event's content out of its source (``is_direct`` is read there): put back
+            state = [
+                {**e.source, "content": getattr(e, "content", {})} for e in invite.invite_state if hasattr(e, "source")
+            ]
+            await self.on_invite(room_id, state)
         if skip_timeline:
             if answer.rooms.join:
                 log.info(
@@ -165,14 +169,10 @@ class SyncReader:
 
     async def on_invite(self, room_id: str, invite_state: list[JsonObject]) -> None:
         host = self.host
-        inviter = next(
-            (
-                e.get("sender")
-                for e in invite_state
-                if e.get("type") == "m.room.member" and e.get("state_key") == self.bot
-            ),
-            None,
+        invite = next(
+            (e for e in invite_state if e.get("type") == "m.room.member" and e.get("state_key") == self.bot), {}
         )
+        inviter, content = invite.get("sender"), invite.get("content")
         if isinstance(inviter, str) and host.config.allows(inviter):
             try:
                 await host.channel.client.join(room_id)
@@ -180,6 +180,9 @@ class SyncReader:
                 log.warning("matrix: could not join %s (invited by %s): %s", room_id, inviter, err)
                 return
             log.info("matrix: joined %s, invited by %s", room_id, inviter)
+            if host.config.is_owner(inviter) and isinstance(content, dict) and content.get("is_direct") is True:
+                # the owner's own direct chat: their room from now on, none is opened for them (service.py)
+                await asyncio.to_thread(host.state.update, owner_room=room_id, owner=inviter)
             return
         reason = INVITE_REFUSED
         if isinstance(inviter, str):

@@ -1,5 +1,7 @@
 """The Matrix channel running: log in, answer what a crash left, join the job scheduler, start reminders and
-the digest, then sync until stopped; a stop gives running turns ``shutdown_timeout_seconds``.
+the digest, then sync until stopped; a stop gives running turns ``shutdown_timeout_seconds``. Once the first
+sync is handled, the owner the config names gets a direct room (made and they invited) when none is kept for
+them; again after a ``/reload`` that names another owner (conversation/owner_dm.py).
 
 Start-up refuses, with one sentence and exit code 2, a config that cannot log in (no credential); with exit
 code 1 a homeserver that refuses the login or a workspace where another Matrix bot runs (a lock file). A
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from assistant_framework.config.settings import MatrixSettings
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import Job
+from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixClient, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.events import SyncReader
@@ -24,6 +27,7 @@ from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import MatrixTurns
 from messaging_llm_bot.conversation.notices import ChannelNotices
 from messaging_llm_bot.conversation.outage import Backoff
+from messaging_llm_bot.conversation.owner_dm import OwnerDm
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.service import ChannelService
 
@@ -44,6 +48,7 @@ class MatrixService(ChannelService):
     turns: MatrixTurns
     reader: SyncReader
     notices: ChannelNotices
+    dm: OwnerDm  # opens the owner's direct room when none is kept for the owner the config names
 
     @property
     def config(self) -> MatrixSettings:
@@ -85,6 +90,7 @@ class MatrixService(ChannelService):
         self.channel = MatrixChannel(client)
         self.turns = self.shutdown.turns = MatrixTurns(self.runtime, self.inbox, self.channel, lambda: self.config)
         self.reader = reader = SyncReader(self)
+        self.dm = OwnerDm(self.runtime, self.NAME, self._open_owner_room, (MatrixUnavailable, DeliveryError))
         if not await self._login():
             return
         how, also = "Add your Matrix id", " and joins no room"
@@ -102,6 +108,8 @@ class MatrixService(ChannelService):
         self.reading(reader.consume())
         synced, stopped = self.reading(reader.synced.wait()), self.reading(self.shutdown_requested())
         await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)  # ready: the first sync handled
+        if synced.done():
+            await self.dm.open()
 
     async def close(self) -> None:
         if hasattr(self, "channel"):
@@ -110,19 +118,31 @@ class MatrixService(ChannelService):
     # -- jobs, reminders, notices -------------------------------------------------------
 
     def owner_conversation(self, job: Job) -> str | None:
-        """Where a Matrix job's runs go: the owner's direct room (known once the owner wrote there)."""
+        """Where a Matrix job's runs go: the owner's direct room."""
         room = self._owner_room()
         return conversation_of(room) if room else None
 
     def _owner_room(self) -> str | None:
-        """The direct room of the owner the config names now (a ``/reload`` may name another: none till they write)."""
-        return self.state.owner_room_of(self.config.owner_id)
+        """The direct room of the owner the config names now: the one they last wrote in, else the one opened
+        for them; none while it is being opened (never the old owner's, once a ``/reload`` named another)."""
+        return self.state.owner_room_of(self.config.owner_id) or self.dm.id or None
+
+    async def _open_owner_room(self, owner: str) -> str:
+        """The direct room kept for ``owner``, or a new one they are invited to (kept for them, as one they
+        wrote in is)."""
+        room = self.state.owner_room_of(owner)
+        if room:
+            return room
+        room = await self.channel.client.open_direct(owner)
+        await asyncio.to_thread(self.state.update, owner_room=room, owner=owner)
+        log.info("matrix: opened the direct room %s with the owner %s (invited)", room, owner)
+        return room
 
     def _owner_conversation(self) -> str | None:
-        """Where notices and the digest go: the owner's direct room, known once the owner wrote there."""
+        """Where notices and the digest go: the owner's direct room."""
         room = self._owner_room()
         if not room:
-            log.warning("matrix: a notice for the owner waits for their first message in a direct room")
+            log.warning("matrix: a notice for the owner waits for the owner's direct room to be opened")
         return conversation_of(room) if room else None
 
 
