@@ -126,4 +126,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a live message a kill left unrecorded stays beside the restart's reply when the restarted turn shows none",
         MATRIX_BOT,
     ),
+    Mutation(
+        "matrix-new-owner-room-never-opened",
+        f"{BOT}/channels/matrix/service.py",
+        "        return self.state.owner_room_of(self.config.owner_id) or self.dm.id or None",
+        "        return self.state.owner_room_of(self.config.owner_id) or None",
+        "after a /reload names a new Matrix owner, job runs and notices wait until they write to the bot first",
+        MATRIX_BOT,
+    ),
+    Mutation(
+        "matrix-owners-invite-not-their-room",
+        f"{BOT}/channels/matrix/events.py",
+        'isinstance(content, dict) and content.get("is_direct") is True:',
+        'isinstance(content, dict) and content.get("is_direct") is None:',
+        "the owner who invited the bot to a direct room gets a second one opened for them at the first start",
+        MATRIX_BOT,
+    ),
 )
