@@ -169,6 +169,26 @@ def test_a_reminder_set_in_a_thread_arrives_in_that_thread(
     assert reminder["content"]["m.relates_to"]["event_id"] == root
 
 
+def test_an_owner_without_a_direct_room_is_invited_to_one_at_the_first_start_and_only_once(
+    matrix: MatrixWorld, start_matrix, chat_server
+) -> None:
+    """The owner never wrote to the bot nor invited it: at the first start the bot makes a direct room and invites
+    them (``is_direct``); after a restart that room is still theirs (kept in the state file): no second invite,
+    and their message there is answered as the owner's."""
+    owner = matrix.owner
+    start_matrix().stop()
+    invited = owner.invites()
+    assert [content.get("is_direct") for content in invited.values()] == [True], invited
+    [room] = invited
+    owner.join(room)
+    chat_server.enqueue('{"reply": "here I am"}')
+    start_matrix()
+    owner.send(room, "hello")
+    wait_until(lambda: _answers(matrix, room), timeout=20, what="the answer")
+    assert _answers(matrix, room) == ["here I am"]
+    assert not owner.invites()
+
+
 def test_markup_in_a_reply_arrives_escaped(matrix: MatrixWorld, start_matrix, chat_server) -> None:
     room = matrix.direct_room()
     hostile = "**bold** <img src=x onerror=alert(1)> [x](javascript:alert(1)) & `<b>code</b>`"

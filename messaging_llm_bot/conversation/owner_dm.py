@@ -1,5 +1,6 @@
 """The owner's DM on a platform where it has an id of its own, not the owner's (Slack's and Discord's direct
-message channel with the bot): where job runs, reminders to the owner, notices and questions go.
+message channel with the bot, Matrix's direct room when none is kept for the owner): where job runs, reminders to
+the owner, notices and questions go.
 
 Opened at the start for the owner the config names, and opened again for the new owner when a ``/reload`` names
 another: until then there is none (a job's run is not planned, a notice waits), never the old owner's DM, which
