@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..workspace.private import make_private_dirs, private_file
+from .day_terms import scratch_tables
 from .readers import ReaderPool
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ class IndexDatabase:
             conn.execute("PRAGMA temp_store=MEMORY")
             self.conn = conn
             self._ensure_schema()
+            scratch_tables(conn, "temp")  # where the writer cuts a day's new text into words (index_rows.py)
         except BaseException:
             conn.close()
             raise

@@ -13,7 +13,6 @@ Which files to read and when is ``index.MemoryIndex``'s; every method here runs 
 from __future__ import annotations
 
 from .cjk import fold_words, has_cjk
-from .day_terms import scratch_tables
 from .index_db import IndexDatabase
 from .log import safe_conversation_id
 from .rowkeys import date_words, scope_token, slot_range
@@ -143,8 +142,8 @@ class IndexRows(IndexDatabase):
             self.conn.execute("INSERT INTO temp.words (words) VALUES ('delete-all')")
 
     def _cut_words(self, text: str) -> None:
-        """``text`` (folded) into the writer's scratch FTS5 table: its words counted in ``temp.counts``."""
-        scratch_tables(self.conn, "temp")
+        """``text`` (folded) into the writer's scratch FTS5 table (made as the connection opens): its words counted
+        in ``temp.counts``."""
         self.conn.execute("INSERT INTO temp.words (rowid, body) VALUES (1, ?)", (fold_words(text),))
 
     def _day_counts(self, seg_id: int, words: list[str]) -> dict[str, int]:
