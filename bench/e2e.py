@@ -317,9 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs or (1 if args.quick else 3)
     base = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
     setup = Setup(base, settle=0.0 if args.quick else 1.0, notes=args.notes)
-    (base / "beside").mkdir()
     # The floor's own fakes, for its turns between the bot's (``beside``); --apart: the floor runs on ``setup``.
-    floor_setup = setup if args.apart else Setup(base / "beside", settle=0.0 if args.quick else 1.0)
+    floor_setup = setup
+    if not args.apart:
+        (base / "beside").mkdir()
+        floor_setup = Setup(base / "beside", settle=0.0 if args.quick else 1.0)
     rows: list[list[str]] = []
     calls_per_reply: dict[str, str] = {}
     cpu: dict[str, float] = {}  # the bot's own CPU per sequential turn (seconds), by mode
